@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Python virtualenvs for the reference tools, cached outside the repo.
+#
+#   scripts/venv.sh cli      venv-cli: python-openstackclient + python-magnumclient;
+#                            prints the path of its `openstack` binary
+#   scripts/venv.sh magnum   venv-magnum: magnum==23.0.0 + PyMySQL; prints the venv path
+#
+# Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
+# Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs).
+# A venv is reused when its marker matches the package spec + constraints hash;
+# the marker is written only after a successful install. Progress goes to stderr.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
+PY="${PYTHON:-python3}"
+CONSTRAINTS="$HERE/constraints.txt"
+
+ensure_venv() {  # ensure_venv DIR PKG...
+  local dir="$1"; shift
+  local hash="none"
+  [[ -f "$CONSTRAINTS" ]] && hash="$(sha256sum "$CONSTRAINTS" | cut -c1-16)"
+  local want="$* constraints:$hash"
+  if [[ -f "$dir/.magnum-rs-complete" && "$(cat "$dir/.magnum-rs-complete")" == "$want" ]]; then
+    return 0
+  fi
+  echo "venv.sh: building $dir" >&2
+  rm -rf "$dir"
+  mkdir -p "$CACHE"
+  "$PY" -m venv "$dir"
+  local c=(); [[ -f "$CONSTRAINTS" ]] && c=(-c "$CONSTRAINTS")
+  {
+    "$dir/bin/pip" install -q --disable-pip-version-check "${c[@]}" -U pip setuptools wheel
+    "$dir/bin/pip" install -q --disable-pip-version-check "${c[@]}" "$@"
+  } >&2
+  echo "$want" >"$dir/.magnum-rs-complete"
+}
+
+case "${1:-}" in
+  cli)
+    ensure_venv "$CACHE/venv-cli" python-openstackclient python-magnumclient
+    echo "$CACHE/venv-cli/bin/openstack" ;;
+  magnum)
+    ensure_venv "$CACHE/venv-magnum" magnum==23.0.0 PyMySQL
+    echo "$CACHE/venv-magnum" ;;
+  *) echo "usage: $0 cli|magnum" >&2; exit 2 ;;
+esac

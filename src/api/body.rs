@@ -1,0 +1,367 @@
+//! Request bodies checked the way WSME checks Magnum's API types: unknown attributes,
+//! read-only attributes, type conversion and constraints, each with Magnum's text.
+
+use axum::body::Bytes;
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, ApiResult};
+
+/// Python's `str()` of a JSON value, as WSME echoes it in `Value: '…'`.
+pub fn py_str(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Python's `repr()` of a JSON value.
+pub fn py_repr(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        other => py_str(other),
+    }
+}
+
+/// A JSON object body being validated.
+pub struct Body {
+    argname: &'static str,
+    map: Map<String, Value>,
+}
+
+impl Body {
+    /// Parses `bytes` as the object argument `argname`, refusing unknown and read-only
+    /// attributes.
+    pub fn parse(
+        bytes: &Bytes,
+        argname: &'static str,
+        allowed: &[&str],
+        read_only: &[&str],
+    ) -> ApiResult<Body> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::MissingArgument(argname.into()));
+        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|_| ApiError::MalformedJson)?;
+        let Value::Object(map) = value else {
+            return Err(ApiError::invalid_input(
+                argname,
+                py_str(&value),
+                "Value not a valid dict",
+            ));
+        };
+        let mut unknown: Vec<&str> = map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !allowed.contains(k) && !read_only.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            unknown.sort_unstable();
+            return Err(ApiError::UnknownAttribute {
+                argname: argname.into(),
+                attrs: unknown.join(", "),
+            });
+        }
+        for ro in read_only {
+            if let Some(v) = map.get(*ro) {
+                return Err(ApiError::invalid_input(
+                    *ro,
+                    py_str(v),
+                    "Cannot set read only field.",
+                ));
+            }
+        }
+        Ok(Body { argname, map })
+    }
+
+    /// Validates an already-built dictionary (a resource after a JSON patch).
+    pub fn from_map(argname: &'static str, map: Map<String, Value>) -> Body {
+        Body { argname, map }
+    }
+
+    pub fn argname(&self) -> &'static str {
+        self.argname
+    }
+
+    pub fn raw(&self) -> &Map<String, Value> {
+        &self.map
+    }
+
+    /// Present and not null.
+    pub fn has(&self, name: &str) -> bool {
+        self.map.get(name).is_some_and(|v| !v.is_null())
+    }
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    pub fn mandatory(&self, name: &str) -> ApiResult<()> {
+        if self.has(name) {
+            Ok(())
+        } else {
+            Err(ApiError::invalid_input(
+                name,
+                "None",
+                "Mandatory field missing.",
+            ))
+        }
+    }
+
+    /// An integer attribute with an optional lower bound.
+    pub fn int(&self, name: &str, min: Option<i64>) -> ApiResult<Option<i64>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let n = to_int(name, v)?;
+        if let Some(min) = min {
+            if n < min {
+                return Err(ApiError::invalid_input(
+                    name,
+                    py_str(v),
+                    format!("Value should be greater or equal to {min}"),
+                ));
+            }
+        }
+        Ok(Some(n))
+    }
+
+    /// A string attribute with length bounds and an optional pattern check.
+    pub fn string(&self, name: &str, min_len: usize, max_len: usize) -> ApiResult<Option<String>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let s = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => {
+                return Err(ApiError::invalid_input(
+                    name,
+                    py_str(other),
+                    format!(
+                        "Wrong type. Expected '<class 'str'>', got '{}'",
+                        py_type(other)
+                    ),
+                ))
+            }
+        };
+        let len = s.chars().count();
+        if len < min_len {
+            return Err(ApiError::invalid_input(
+                name,
+                &s,
+                format!("Value should have a minimum character requirement of {min_len}"),
+            ));
+        }
+        if len > max_len {
+            return Err(ApiError::invalid_input(
+                name,
+                &s,
+                format!("Value should have a maximum character requirement of {max_len}"),
+            ));
+        }
+        Ok(Some(s))
+    }
+
+    /// A boolean attribute (strict `bool_from_string`).
+    pub fn boolean(&self, name: &str) -> ApiResult<Option<bool>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let b = match v {
+            Value::Bool(b) => *b,
+            Value::Number(n) if n.as_i64() == Some(1) => true,
+            Value::Number(n) if n.as_i64() == Some(0) => false,
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "1" | "t" | "true" | "on" | "y" | "yes" => true,
+                "0" | "f" | "false" | "off" | "n" | "no" => false,
+                _ => {
+                    return Err(ApiError::invalid_input(
+                        name,
+                        s,
+                        format!(
+                            "Unrecognized value '{s}', acceptable values are: '0', '1', 'f', \
+                             'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"
+                        ),
+                    ))
+                }
+            },
+            other => {
+                return Err(ApiError::invalid_input(
+                    name,
+                    py_str(other),
+                    "Value not a valid boolean",
+                ))
+            }
+        };
+        Ok(Some(b))
+    }
+
+    /// A dict of str → (str|int|bool|float), stored by Magnum as strings.
+    pub fn labels(&self, name: &str) -> ApiResult<Option<Map<String, Value>>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let Value::Object(m) = v else {
+            return Err(ApiError::invalid_input(
+                name,
+                py_str(v),
+                "Value not a valid dict",
+            ));
+        };
+        let mut out = Map::new();
+        for (k, val) in m {
+            let s = match val {
+                Value::String(s) => s.clone(),
+                Value::Bool(_) | Value::Number(_) => py_str(val),
+                other => {
+                    return Err(ApiError::invalid_input(
+                        name,
+                        py_str(v),
+                        format!("Wrong type. Expected '(<class 'str'>, <class 'int'>, <class 'bool'>, <class 'float'>)', got '{}'", py_type(other)),
+                    ))
+                }
+            };
+            out.insert(k.clone(), Value::String(s));
+        }
+        Ok(Some(out))
+    }
+
+    /// Any JSON object (for dicts validated elsewhere).
+    pub fn object(&self, name: &str) -> ApiResult<Option<Map<String, Value>>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m.clone())),
+            Some(v) => Err(ApiError::invalid_input(
+                name,
+                py_str(v),
+                "Value not a valid dict",
+            )),
+        }
+    }
+
+    /// Any JSON list.
+    pub fn list(&self, name: &str) -> ApiResult<Option<Vec<Value>>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a.clone())),
+            Some(v) => Err(ApiError::invalid_input(
+                self.argname,
+                py_str(&Value::Object(self.map.clone())),
+                format!("Value not a valid list: {}", py_str(v)),
+            )),
+        }
+    }
+}
+
+/// WSME's int conversion.
+pub fn to_int(name: &str, v: &Value) -> ApiResult<i64> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f.trunc() as i64))
+            .ok_or_else(|| ApiError::invalid_input(name, n.to_string(), "Value out of range")),
+        Value::Bool(b) => Ok(i64::from(*b)),
+        Value::String(s) => s.trim().parse::<i64>().map_err(|_| {
+            ApiError::invalid_input(
+                name,
+                s,
+                format!("unable to convert to int. Error: invalid literal for int() with base 10: '{s}'"),
+            )
+        }),
+        other => Err(ApiError::invalid_input(
+            name,
+            py_str(other),
+            format!(
+                "unable to convert to int. Error: int() argument must be a string, a bytes-like \
+                 object or a real number, not '{}'",
+                py_type(other)
+            ),
+        )),
+    }
+}
+
+/// Python's type name of a JSON value.
+pub fn py_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// Magnum's name pattern `^[a-zA-Z][a-zA-Z0-9_.-]*$`.
+pub fn check_name_pattern(field: &str, name: &str) -> ApiResult<()> {
+    let mut chars = name.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input(
+            field,
+            name,
+            "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(s: &str) -> ApiResult<Body> {
+        Body::parse(
+            &Bytes::from(s.to_string()),
+            "cluster_resize_req",
+            &["node_count", "nodes_to_remove", "nodegroup"],
+            &[],
+        )
+    }
+
+    #[test]
+    fn unknown_attributes_are_named() {
+        let e = body(r#"{"node_count": 1, "zzz": 1}"#)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("Unknown attribute for argument cluster_resize_req: zzz")
+        );
+    }
+
+    #[test]
+    fn numeric_strings_convert_to_int() {
+        let b = body(r#"{"node_count": "2"}"#).expect("parses");
+        assert_eq!(b.int("node_count", Some(0)).ok().flatten(), Some(2));
+    }
+
+    #[test]
+    fn negative_counts_fail_the_minimum() {
+        let b = body(r#"{"node_count": -1}"#).expect("parses");
+        let e = b.int("node_count", Some(0)).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("Invalid input for field/attribute node_count. Value: '-1'. Value should be greater or equal to 0")
+        );
+    }
+
+    #[test]
+    fn malformed_json_and_empty_body() {
+        assert!(matches!(body("{"), Err(ApiError::MalformedJson)));
+        assert!(matches!(body(""), Err(ApiError::MissingArgument(_))));
+    }
+}

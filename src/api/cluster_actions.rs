@@ -1,0 +1,275 @@
+//! `POST /v1/clusters/{ident}/actions/resize` and `…/upgrade`
+//! (`magnum/api/controllers/v1/cluster_actions.py`). The handlers keep Magnum's check order;
+//! every role-specific rule is the cluster driver's answer.
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Extension, Json, Router};
+use serde_json::{json, Value};
+
+use super::authz::{enforce, enforce_on};
+use super::body::{py_str, Body};
+use super::lookup;
+use super::microversion::Version;
+use super::query::Query;
+use crate::error::{ApiError, ApiResult};
+use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
+use crate::state::AppState;
+use crate::store::operations::{Batch, NewOperation, OpKind};
+use crate::store::Bind;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/clusters/{ident}/actions/resize", post(resize_cluster))
+        .route(
+            "/v1/clusters/{ident}/actions/upgrade",
+            post(upgrade_cluster),
+        )
+}
+
+/// A validated `ClusterResizeRequest`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResizeBody {
+    pub node_count: i64,
+    pub nodes_to_remove: Vec<String>,
+    pub nodegroup: Option<String>,
+}
+
+/// WSME's validation of `ClusterResizeRequest`.
+pub fn parse_resize_body(bytes: &Bytes) -> ApiResult<ResizeBody> {
+    let b = Body::parse(
+        bytes,
+        "cluster_resize_req",
+        &["node_count", "nodes_to_remove", "nodegroup"],
+        &[],
+    )?;
+    b.mandatory("node_count")?;
+    let node_count = b.int("node_count", Some(0))?.unwrap_or_default();
+    let nodes_to_remove = match b.list("nodes_to_remove")? {
+        None => Vec::new(),
+        Some(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(n) => Ok(n.to_string()),
+                other => Err(ApiError::invalid_input(
+                    "nodes_to_remove",
+                    py_str(&Value::Array(items.clone())),
+                    format!(
+                        "Wrong type. Expected '<class 'str'>', got '{}'",
+                        super::body::py_type(other)
+                    ),
+                )),
+            })
+            .collect::<ApiResult<Vec<String>>>()?,
+    };
+    let nodegroup = b.string("nodegroup", 1, 255)?;
+    Ok(ResizeBody {
+        node_count,
+        nodes_to_remove,
+        nodegroup,
+    })
+}
+
+/// Step 5 of Magnum's order: the named nodegroup of the cluster, else its default worker.
+async fn select_nodegroup(
+    state: &AppState,
+    ctx: &RequestContext,
+    cluster: &Cluster,
+    ident: Option<&str>,
+) -> ApiResult<NodeGroup> {
+    match ident.filter(|s| !s.is_empty()) {
+        None => lookup::default_worker(state, cluster).await,
+        Some(ident) => lookup::nodegroup(state, ctx, &cluster.uuid, ident).await,
+    }
+}
+
+/// Python's rendering of an optional maximum (`None` when unset).
+fn py_opt(v: Option<i64>) -> String {
+    v.map_or_else(|| "None".into(), |n| n.to_string())
+}
+
+/// Mirrors `ActionsController._resize` (1.7+; a zero count only from 1.10).
+async fn resize_cluster(
+    State(state): State<AppState>,
+    Extension(version): Extension<Version>,
+    ctx: RequestContext,
+    Path(ident): Path<String>,
+    RawQuery(raw): RawQuery,
+    bytes: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    version.require(Version::new(1, 7), "resize")?;
+    Query::parse(raw.as_deref(), &[])?;
+    let req = parse_resize_body(&bytes)?;
+    if req.node_count == 0 && !version.at_least(1, 10) {
+        return Err(ApiError::ZeroNodeCountNotSupported);
+    }
+    // Resize does not take `all_tenants`, even for admins.
+    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "cluster:resize",
+        cluster.project_id.as_deref(),
+        cluster.user_id.as_deref(),
+    )?;
+    let nodegroup = select_nodegroup(&state, &ctx, &cluster, req.nodegroup.as_deref()).await?;
+    if !nodegroup.is_master() {
+        let max = nodegroup.max_node_count.filter(|m| *m != 0);
+        if nodegroup.min_node_count > req.node_count || max.is_some_and(|m| m < req.node_count) {
+            return Err(ApiError::NgResizeOutBounds {
+                nodegroup: nodegroup.name.clone(),
+                min: nodegroup.min_node_count,
+                max: py_opt(nodegroup.max_node_count),
+            });
+        }
+    }
+    let template = match &cluster.cluster_template_id {
+        Some(t) => state.store.template_by_uuid(t).await?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
+    })?;
+    let driver = state.drivers.for_template(&template)?;
+    if nodegroup.is_master() {
+        driver.validate_master_resize(req.node_count)?;
+    }
+    // The conductor's status rule, answered synchronously here (docs/compatibility.md).
+    let current = cluster.status.clone().unwrap_or_default();
+    if !status::allows_resize(&current) {
+        return Err(ApiError::NotSupported(format!(
+            "Resizing a cluster when status is \"{current}\""
+        )));
+    }
+    let nodes_to_remove =
+        if req.nodes_to_remove.is_empty() || driver.honours_nodes_to_remove(&nodegroup) {
+            req.nodes_to_remove
+        } else {
+            tracing::warn!(
+                driver = driver.name(),
+                nodegroup = %nodegroup.name,
+                "nodes_to_remove is not honoured by this driver for this nodegroup; ignoring it"
+            );
+            Vec::new()
+        };
+    let op = NewOperation {
+        kind: OpKind::Resize,
+        cluster_uuid: cluster.uuid.clone(),
+        nodegroup_id: Some(nodegroup.id),
+        old_count: None,
+        new_count: Some(req.node_count),
+        payload: json!({"nodes_to_remove": nodes_to_remove}),
+    };
+    state
+        .store
+        .accept_resize(cluster.id, nodegroup.id, req.node_count, op)
+        .await?;
+    state.operations.kick();
+    Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
+}
+
+/// Mirrors `ActionsController.upgrade` (400 at exactly 1.7) and `_upgrade` (1.8+), plus the
+/// conductor's synchronous status check.
+async fn upgrade_cluster(
+    State(state): State<AppState>,
+    Extension(version): Extension<Version>,
+    ctx: RequestContext,
+    Path(ident): Path<String>,
+    RawQuery(raw): RawQuery,
+    bytes: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    version.require(Version::new(1, 7), "upgrade")?;
+    Query::parse(raw.as_deref(), &[])?;
+    let b = Body::parse(
+        &bytes,
+        "cluster_upgrade_req",
+        &["max_batch_size", "nodegroup", "cluster_template"],
+        &[],
+    )?;
+    let max_batch_size = b.int("max_batch_size", Some(1))?.unwrap_or(1);
+    let ng_ident = b.string("nodegroup", 1, 255)?;
+    let template_ident = b.string("cluster_template", 1, 255)?;
+    if !version.at_least(1, 8) {
+        return Err(ApiError::ClusterUpgradeNotSupported);
+    }
+    let all_tenants = if ctx.is_admin {
+        enforce(&state, &ctx, "cluster:upgrade_all_projects")?;
+        true
+    } else {
+        false
+    };
+    let tenancy = Tenancy::of(&ctx, all_tenants);
+    let cluster = lookup::cluster(&state, &tenancy, &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "cluster:upgrade",
+        cluster.project_id.as_deref(),
+        cluster.user_id.as_deref(),
+    )?;
+    // Magnum answers 500 when the template is missing; a clear 400 here.
+    let template_ident = template_ident.ok_or_else(|| {
+        ApiError::invalid_input("cluster_template", "None", "Mandatory field missing.")
+    })?;
+    let new_template = lookup::template(
+        &state,
+        &lookup::template_scope(&ctx, all_tenants),
+        &template_ident,
+    )
+    .await?;
+    let nodegroup = match ng_ident.as_deref() {
+        None => lookup::default_worker(&state, &cluster).await?,
+        Some(ng) => {
+            let nodegroup = lookup::nodegroup(&state, &ctx, &cluster.uuid, ng).await?;
+            if Some(&new_template.uuid) != cluster.cluster_template_id.as_ref()
+                && !nodegroup.is_default()
+            {
+                let current_name = match &cluster.cluster_template_id {
+                    Some(t) => state.store.template_by_uuid(t).await?.and_then(|t| t.name),
+                    None => None,
+                };
+                return Err(ApiError::InvalidClusterTemplateForUpgrade(format!(
+                    "Nodegroup {} can be upgraded only to match cluster's template ({}).",
+                    nodegroup.name,
+                    current_name.unwrap_or_else(|| "None".into())
+                )));
+            }
+            nodegroup
+        }
+    };
+    let current = cluster.status.clone().unwrap_or_default();
+    if !status::allows_upgrade(&current) {
+        return Err(ApiError::NotSupported(format!(
+            "Upgrading a cluster when status is \"{current}\""
+        )));
+    }
+    let current_template = match &cluster.cluster_template_id {
+        Some(t) => state.store.template_by_uuid(t).await?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
+    })?;
+    state.drivers.for_template(&current_template)?;
+    let batch = Batch::default()
+        .update(
+            "cluster",
+            cluster.id,
+            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS)), ("status_reason", Bind::Text(None))],
+        )
+        .update("nodegroup", nodegroup.id, vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))])
+        .operation(NewOperation {
+            kind: OpKind::Upgrade,
+            cluster_uuid: cluster.uuid.clone(),
+            nodegroup_id: Some(nodegroup.id),
+            old_count: None,
+            new_count: None,
+            payload: json!({"cluster_template": new_template.uuid, "max_batch_size": max_batch_size}),
+        });
+    state.store.commit(batch).await?;
+    state.operations.kick();
+    Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
+}

@@ -1,0 +1,471 @@
+//! `/v1/clustertemplates` (`magnum/api/controllers/v1/cluster_template.py`).
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+
+use super::authz::{enforce, enforce_on};
+use super::body::Body;
+use super::jsonpatch::{self, BASE_INTERNAL};
+use super::lookup;
+use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{ClusterTemplate, RequestContext};
+use crate::state::AppState;
+use crate::store::is_template_column;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/v1/clustertemplates",
+            get(list_templates).post(create_template),
+        )
+        .route("/v1/clustertemplates/detail", get(list_templates_detail))
+        .route(
+            "/v1/clustertemplates/{ident}",
+            get(show_template)
+                .patch(update_template)
+                .delete(delete_template),
+        )
+}
+
+const WRITABLE: &[&str] = &[
+    "uuid",
+    "name",
+    "coe",
+    "image_id",
+    "flavor_id",
+    "master_flavor_id",
+    "dns_nameserver",
+    "keypair_id",
+    "external_network_id",
+    "fixed_network",
+    "fixed_subnet",
+    "network_driver",
+    "apiserver_port",
+    "docker_volume_size",
+    "cluster_distro",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "volume_driver",
+    "registry_enabled",
+    "labels",
+    "tls_disabled",
+    "public",
+    "server_type",
+    "insecure_registry",
+    "docker_storage_driver",
+    "master_lb_enabled",
+    "floating_ip_enabled",
+    "hidden",
+    "tags",
+    "driver",
+];
+const READ_ONLY: &[&str] = &["links", "project_id", "user_id", "created_at", "updated_at"];
+const NON_REMOVABLE: &[&str] = &[
+    "/network_driver",
+    "/external_network_id",
+    "/tls_disabled",
+    "/public",
+    "/server_type",
+    "/coe",
+    "/registry_enabled",
+    "/cluster_distro",
+    "/hidden",
+];
+const NETWORK_DRIVERS: [&str; 3] = ["flannel", "calico", "cilium"];
+const VOLUME_DRIVERS: [&str; 1] = ["cinder"];
+
+/// The API dictionary of a template (every field, `null` where unset), without links.
+pub fn template_doc(t: &ClusterTemplate) -> Map<String, Value> {
+    let v = json!({
+        "uuid": t.uuid,
+        "name": t.name,
+        "coe": t.coe,
+        "image_id": t.image_id,
+        "flavor_id": t.flavor_id,
+        "master_flavor_id": t.master_flavor_id,
+        "dns_nameserver": t.dns_nameserver,
+        "keypair_id": t.keypair_id,
+        "external_network_id": t.external_network_id,
+        "fixed_network": t.fixed_network,
+        "fixed_subnet": t.fixed_subnet,
+        "network_driver": t.network_driver,
+        "apiserver_port": t.apiserver_port,
+        "docker_volume_size": t.docker_volume_size,
+        "cluster_distro": t.cluster_distro,
+        "http_proxy": t.http_proxy,
+        "https_proxy": t.https_proxy,
+        "no_proxy": t.no_proxy,
+        "volume_driver": t.volume_driver,
+        "registry_enabled": t.registry_enabled,
+        "labels": t.labels,
+        "tls_disabled": t.tls_disabled,
+        "public": t.public,
+        "server_type": t.server_type,
+        "insecure_registry": t.insecure_registry,
+        "docker_storage_driver": t.docker_storage_driver,
+        "master_lb_enabled": t.master_lb_enabled,
+        "floating_ip_enabled": t.floating_ip_enabled,
+        "project_id": t.project_id,
+        "user_id": t.user_id,
+        "hidden": t.hidden,
+        "tags": t.tags,
+        "driver": t.driver,
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn render(t: &ClusterTemplate, base: &str) -> Value {
+    let mut doc = template_doc(t);
+    doc.insert(
+        "links".into(),
+        json!([
+            {"href": format!("{base}/v1/clustertemplates/{}", t.uuid), "rel": "self"},
+            {"href": format!("{base}/clustertemplates/{}", t.uuid), "rel": "bookmark"},
+        ]),
+    );
+    Value::Object(doc)
+}
+
+/// Mirrors `ClusterTemplatesController.get_all`.
+async fn list_templates(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
+    let args = PageArgs::from_query(&q)?;
+    enforce(&state, &ctx, "clustertemplate:get_all")?;
+    collection(
+        &state,
+        &ctx,
+        &headers,
+        &args,
+        "clustertemplates",
+        "clustertemplate:get_all_all_projects",
+    )
+    .await
+}
+
+/// Mirrors `ClusterTemplatesController.detail` (the same full objects as the list).
+async fn list_templates_detail(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
+    let args = PageArgs::from_query(&q)?;
+    enforce(&state, &ctx, "clustertemplate:detail")?;
+    collection(
+        &state,
+        &ctx,
+        &headers,
+        &args,
+        "clustertemplates/detail",
+        "clustertemplate:detail_all_projects",
+    )
+    .await
+}
+
+async fn collection(
+    state: &AppState,
+    ctx: &RequestContext,
+    headers: &HeaderMap,
+    args: &PageArgs,
+    resource: &str,
+    all_projects_rule: &str,
+) -> ApiResult<Json<Value>> {
+    let all_tenants = if ctx.is_admin {
+        enforce(state, ctx, all_projects_rule)?;
+        true
+    } else {
+        false
+    };
+    let scope = lookup::template_scope(ctx, all_tenants);
+    let (limit, dir) = args.limit_and_dir(state.config.api.max_limit)?;
+    let marker_id = match &args.marker {
+        Some(m) => Some(lookup::template(state, &scope, m).await?.id),
+        None => None,
+    };
+    let page = args.page(limit, dir, marker_id, is_template_column)?;
+    let items = state.store.list_templates(&scope, &page).await?;
+    let base = base_url(headers);
+    let mut body = json!({
+        "clustertemplates": items.iter().map(|t| render(t, &base)).collect::<Vec<_>>(),
+    });
+    if items.len() as i64 == limit {
+        if let Some(last) = items.last() {
+            body["next"] =
+                next_link(&base, resource, limit, &args.sort_key, dir, &last.uuid).into();
+        }
+    }
+    Ok(Json(body))
+}
+
+/// Mirrors `ClusterTemplatesController.get_one`.
+async fn show_template(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    Path(ident): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    Query::parse(raw.as_deref(), &[])?;
+    let all_tenants = if ctx.is_admin {
+        enforce(&state, &ctx, "clustertemplate:get_one_all_projects")?;
+        true
+    } else {
+        false
+    };
+    let scope = lookup::template_scope(&ctx, all_tenants);
+    let t = lookup::template(&state, &scope, &ident).await?;
+    if t.hidden.unwrap_or(false) && !ctx.is_admin && t.project_id != ctx.project_id {
+        return Err(ApiError::ClusterTemplateNotFound(ident));
+    }
+    if !t.public.unwrap_or(false) {
+        enforce_on(
+            &state,
+            &ctx,
+            "clustertemplate:get",
+            t.project_id.as_deref(),
+            t.user_id.as_deref(),
+        )?;
+    }
+    Ok(Json(render(&t, &base_url(&headers))))
+}
+
+/// Reads and validates a template's fields from a body or a patched dictionary.
+fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
+    if let Some(u) = b.raw().get("uuid").and_then(Value::as_str) {
+        if !super::query::is_uuid_like(u) {
+            return Err(ApiError::invalid_input(
+                "uuid",
+                u,
+                format!("unable to convert to uuid. Error: Expected a uuid but received {u}."),
+            ));
+        }
+    }
+    let s = |name: &str| b.string(name, 1, 255);
+    into.name = s("name")?;
+    into.coe = s("coe")?;
+    if let Some(coe) = &into.coe {
+        if coe != "kubernetes" {
+            return Err(ApiError::invalid_input(
+                "coe",
+                coe,
+                "Value should be one of: kubernetes",
+            ));
+        }
+    }
+    into.image_id = s("image_id")?;
+    into.flavor_id = s("flavor_id")?;
+    into.master_flavor_id = s("master_flavor_id")?;
+    into.dns_nameserver = b.string("dns_nameserver", 0, 255)?;
+    into.keypair_id = s("keypair_id")?;
+    into.external_network_id = s("external_network_id")?;
+    into.fixed_network = s("fixed_network")?;
+    into.fixed_subnet = s("fixed_subnet")?;
+    into.network_driver = s("network_driver")?;
+    into.apiserver_port = b.int("apiserver_port", Some(1024))?;
+    if let Some(p) = into.apiserver_port {
+        if p > 65535 {
+            return Err(ApiError::invalid_input(
+                "apiserver_port",
+                p.to_string(),
+                "Value should be lower or equal to 65535",
+            ));
+        }
+    }
+    into.docker_volume_size = b.int("docker_volume_size", Some(1))?;
+    into.cluster_distro = s("cluster_distro")?;
+    into.http_proxy = s("http_proxy")?;
+    into.https_proxy = s("https_proxy")?;
+    into.no_proxy = s("no_proxy")?;
+    into.volume_driver = s("volume_driver")?;
+    into.registry_enabled = Some(b.boolean("registry_enabled")?.unwrap_or(false));
+    into.labels = b.labels("labels")?;
+    into.tls_disabled = Some(b.boolean("tls_disabled")?.unwrap_or(false));
+    into.public = Some(b.boolean("public")?.unwrap_or(false));
+    into.server_type = Some(s("server_type")?.unwrap_or_else(|| "vm".into()));
+    into.insecure_registry = s("insecure_registry")?;
+    into.docker_storage_driver = s("docker_storage_driver")?;
+    into.master_lb_enabled = Some(b.boolean("master_lb_enabled")?.unwrap_or(false));
+    into.floating_ip_enabled = Some(b.boolean("floating_ip_enabled")?.unwrap_or(true));
+    into.hidden = Some(b.boolean("hidden")?.unwrap_or(false));
+    into.tags = b.string("tags", 0, 255)?;
+    into.driver = s("driver")?;
+    Ok(())
+}
+
+/// `Validator` checks of `magnum/api/validation.py` (server type, network and volume driver).
+fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
+    let server_type = t.server_type.as_deref().unwrap_or("vm");
+    if !["vm", "bm"].contains(&server_type) {
+        return Err(ApiError::InvalidParameterValue(format!(
+            "Server type {server_type} is not supported, expecting a vm/bm/unspecified server type."
+        )));
+    }
+    if let Some(nd) = &t.network_driver {
+        if !NETWORK_DRIVERS.contains(&nd.as_str()) {
+            return Err(ApiError::InvalidParameterValue(format!(
+                "Network driver type {nd} is not supported, expecting a flannel/calico/cilium/unspecified network driver."
+            )));
+        }
+    }
+    if let Some(vd) = &t.volume_driver {
+        if !VOLUME_DRIVERS.contains(&vd.as_str()) {
+            return Err(ApiError::InvalidParameterValue(format!(
+                "Volume driver type {vd} is not supported, expecting a cinder/unspecified volume driver."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Mirrors `ClusterTemplatesController.post` (201 with the object and a Location header).
+/// Without Glance, `cluster_distro` is taken from the body rather than the image.
+async fn create_template(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    Query::parse(raw.as_deref(), &[])?;
+    let b = Body::parse(&bytes, "cluster_template", WRITABLE, READ_ONLY)?;
+    b.mandatory("coe")?;
+    b.mandatory("image_id")?;
+    let mut t = ClusterTemplate::default();
+    template_from_body(&b, &mut t)?;
+    validate_drivers(&t)?;
+    // enforce_driver_supported: the named driver, else the one providing the triple.
+    let driver = state.drivers.for_template(&t)?;
+    t.driver = Some(
+        t.driver
+            .clone()
+            .unwrap_or_else(|| driver.name().to_string()),
+    );
+    enforce(&state, &ctx, "clustertemplate:create")?;
+    if t.public == Some(true) || t.hidden == Some(true) {
+        enforce(&state, &ctx, "clustertemplate:publish")
+            .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
+    }
+    t.uuid = b
+        .raw()
+        .get("uuid")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    t.project_id = ctx.project_id.clone();
+    t.user_id = ctx.user_id.clone();
+    if t.labels.is_none() {
+        t.labels = Some(Map::new());
+    }
+    if t.name.is_none() {
+        t.name = Some(format!("{}-template", crate::names::generate()));
+    }
+    let created = state.store.insert_template(&t).await?;
+    let base = base_url(&headers);
+    let mut resp = (StatusCode::CREATED, Json(render(&created, &base))).into_response();
+    if let Ok(loc) = format!("{base}/v1/clustertemplates/{}", created.uuid).parse() {
+        resp.headers_mut().insert(header::LOCATION, loc);
+    }
+    Ok(resp)
+}
+
+/// Mirrors `ClusterTemplatesController.patch` (200 with the object).
+async fn update_template(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    Path(ident): Path<String>,
+    RawQuery(raw): RawQuery,
+    bytes: Bytes,
+) -> ApiResult<Json<Value>> {
+    Query::parse(raw.as_deref(), &[])?;
+    let ops = jsonpatch::parse(&bytes, &BASE_INTERNAL, NON_REMOVABLE)?;
+    let all_tenants = if ctx.is_admin {
+        enforce(&state, &ctx, "clustertemplate:update_all_projects")?;
+        true
+    } else {
+        false
+    };
+    let scope = lookup::template_scope(&ctx, all_tenants);
+    let current = lookup::template(&state, &scope, &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "clustertemplate:update",
+        current.project_id.as_deref(),
+        current.user_id.as_deref(),
+    )?;
+    let mut doc = template_doc(&current);
+    jsonpatch::apply(&mut doc, &ops)?;
+    // Fields that are not API attributes were added by the patch: WSME refuses them.
+    for k in ["project_id", "user_id", "created_at", "updated_at", "uuid"] {
+        doc.remove(k);
+    }
+    if let Some(Value::String(s)) = doc.get("labels").cloned() {
+        let parsed = super::pyliteral::parse(&s)
+            .ok_or_else(|| ApiError::invalid_input("labels", &s, "Value not a valid dict"))?;
+        doc.insert("labels".into(), parsed);
+    }
+    let patched = Body::from_map("cluster_template", doc);
+    let mut t = current.clone();
+    template_from_body(&patched, &mut t)?;
+    validate_drivers(&t)?;
+    if t.public != current.public || t.hidden != current.hidden {
+        enforce(&state, &ctx, "clustertemplate:publish")
+            .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
+    }
+    state.store.update_template(&t).await?;
+    let saved = state
+        .store
+        .template_by_uuid(&t.uuid)
+        .await?
+        .ok_or_else(|| ApiError::ClusterTemplateNotFound(ident.clone()))?;
+    Ok(Json(render(&saved, &base_url(&headers))))
+}
+
+/// Mirrors `ClusterTemplatesController.delete` (204).
+async fn delete_template(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    Path(ident): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<StatusCode> {
+    Query::parse(raw.as_deref(), &[])?;
+    let all_tenants = if ctx.is_admin {
+        enforce(&state, &ctx, "clustertemplate:delete_all_projects")?;
+        true
+    } else {
+        false
+    };
+    let scope = lookup::template_scope(&ctx, all_tenants);
+    let t = lookup::template(&state, &scope, &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "clustertemplate:delete",
+        t.project_id.as_deref(),
+        t.user_id.as_deref(),
+    )?;
+    if state.store.clusters_using_template(&t.uuid).await? > 0 {
+        return Err(ApiError::ClusterTemplateReferenced(ident));
+    }
+    state.store.delete_template(t.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

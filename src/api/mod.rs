@@ -1,0 +1,104 @@
+//! The HTTP layer: one module per Magnum controller, the routing quirks (`/clusters` means
+//! `/v1/clusters`, trailing slashes), the request-id header and the version negotiation.
+
+pub mod authz;
+pub mod body;
+pub mod cluster_actions;
+pub mod cluster_templates;
+pub mod clusters;
+pub mod jsonpatch;
+pub mod lookup;
+pub mod microversion;
+pub mod nodegroups;
+pub mod pyliteral;
+pub mod query;
+pub mod versions;
+
+use axum::extract::Request;
+use axum::http::{HeaderName, HeaderValue, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tower::ServiceExt as _;
+
+use crate::error::{envelope, ApiError, ErrorMarker, Flavor};
+use crate::state::AppState;
+
+/// The Magnum API router (`/` and `/v1…`).
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .merge(versions::v1_router())
+        .merge(cluster_templates::router())
+        .merge(clusters::router())
+        .merge(cluster_actions::router())
+        .merge(nodegroups::router())
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(microversion::negotiate_layer));
+    let inner = Router::new()
+        .merge(versions::root_router())
+        .merge(v1)
+        .fallback(not_found)
+        .with_state(state)
+        .layer(middleware::from_fn(finish_response));
+    Router::new().fallback_service(inner.map_request(normalize_path))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::RouteNotFound
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// Magnum's routing: a first segment other than `v1` gets `v1` prepended, and trailing
+/// slashes are ignored.
+fn normalize_path(mut req: Request) -> Request {
+    let uri = req.uri();
+    let path = uri.path();
+    let trimmed = path.trim_end_matches('/');
+    let new_path = if trimmed.is_empty() {
+        "/".to_string()
+    } else if trimmed == "/v1" || trimmed.starts_with("/v1/") {
+        trimmed.to_string()
+    } else {
+        format!("/v1{trimmed}")
+    };
+    if new_path != path {
+        let pq = match uri.query() {
+            Some(q) => format!("{new_path}?{q}"),
+            None => new_path,
+        };
+        let mut parts = uri.clone().into_parts();
+        if let Ok(pq) = pq.parse() {
+            parts.path_and_query = Some(pq);
+            if let Ok(u) = Uri::from_parts(parts) {
+                *req.uri_mut() = u;
+            }
+        }
+    }
+    req
+}
+
+/// Outermost layer: `x-openstack-request-id` on every response, and the Accept-dependent
+/// blanks of webob errors.
+async fn finish_response(req: Request, next: Next) -> Response {
+    let json = microversion::accepts_json(req.headers());
+    let mut resp = next.run(req).await;
+    let marker = resp.extensions().get::<ErrorMarker>().cloned();
+    if let Some(m) = marker {
+        if m.flavor == Flavor::Webob && !json {
+            let status = resp.status();
+            let mut blank = (status, axum::Json(envelope("", status, "", ""))).into_response();
+            std::mem::swap(blank.headers_mut(), resp.headers_mut());
+            blank.extensions_mut().insert(m);
+            resp = blank;
+        }
+    }
+    let id = format!("req-{}", uuid::Uuid::new_v4());
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut()
+            .insert(HeaderName::from_static("x-openstack-request-id"), v);
+    }
+    resp
+}

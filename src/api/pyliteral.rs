@@ -1,0 +1,176 @@
+//! A small reader for Python literals (`ast.literal_eval` of dicts, lists, strings, numbers,
+//! `True`/`False`/`None`): the CLI sends `/labels`, `/node_labels` and `/node_taints` patch
+//! values as Python-literal strings such as `"{'a': 'b'}"`.
+
+use serde_json::{Map, Number, Value};
+
+/// Parses a Python literal into JSON, or `None` when it is not one.
+pub fn parse(src: &str) -> Option<Value> {
+    let mut p = Parser {
+        s: src.as_bytes(),
+        i: 0,
+        depth: 0,
+    };
+    let v = p.value()?;
+    p.ws();
+    (p.i == p.s.len()).then_some(v)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+const MAX_DEPTH: usize = 32;
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        self.ws();
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        let v = match self.peek()? {
+            b'{' => self.dict(),
+            b'[' => self.seq(b'[', b']'),
+            b'(' => self.seq(b'(', b')'),
+            b'\'' | b'"' => self.string().map(Value::String),
+            _ => self.atom(),
+        };
+        self.depth -= 1;
+        v
+    }
+
+    fn dict(&mut self) -> Option<Value> {
+        self.i += 1;
+        let mut m = Map::new();
+        loop {
+            if self.eat(b'}') {
+                return Some(Value::Object(m));
+            }
+            let k = match self.value()? {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            if !self.eat(b':') {
+                return None;
+            }
+            let v = self.value()?;
+            m.insert(k, v);
+            if !self.eat(b',') {
+                return self.eat(b'}').then_some(Value::Object(m));
+            }
+        }
+    }
+
+    fn seq(&mut self, open: u8, close: u8) -> Option<Value> {
+        debug_assert_eq!(self.peek(), Some(open));
+        self.i += 1;
+        let mut v = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Some(Value::Array(v));
+            }
+            v.push(self.value()?);
+            if !self.eat(b',') {
+                return self.eat(close).then_some(Value::Array(v));
+            }
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let quote = self.peek()?;
+        self.i += 1;
+        let mut out = Vec::new();
+        while let Some(c) = self.peek() {
+            self.i += 1;
+            if c == quote {
+                return String::from_utf8(out).ok();
+            }
+            if c == b'\\' {
+                let e = self.peek()?;
+                self.i += 1;
+                out.push(match e {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    other => other,
+                });
+            } else {
+                out.push(c);
+            }
+        }
+        None
+    }
+
+    fn atom(&mut self) -> Option<Value> {
+        let start = self.i;
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric()
+                || matches!(self.s[self.i], b'.' | b'-' | b'+' | b'_'))
+        {
+            self.i += 1;
+        }
+        let word = std::str::from_utf8(&self.s[start..self.i]).ok()?;
+        match word {
+            "True" => Some(Value::Bool(true)),
+            "False" => Some(Value::Bool(false)),
+            "None" => Some(Value::Null),
+            _ => {
+                if let Ok(n) = word.parse::<i64>() {
+                    Some(Value::Number(n.into()))
+                } else {
+                    word.parse::<f64>()
+                        .ok()
+                        .and_then(Number::from_f64)
+                        .map(Value::Number)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_what_the_cli_sends() {
+        assert_eq!(parse("{'a': 'b', 'n': 1}"), Some(json!({"a": "b", "n": 1})));
+        assert_eq!(
+            parse("[{'key': 'k', 'value': '', 'effect': 'NoSchedule'}]"),
+            Some(json!([{"key": "k", "value": "", "effect": "NoSchedule"}]))
+        );
+        assert_eq!(parse("{}"), Some(json!({})));
+        assert_eq!(parse("True"), Some(json!(true)));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_literal() {
+        assert_eq!(parse("{'a': }"), None);
+        assert_eq!(parse("__import__('os')"), None);
+        assert_eq!(parse(&"[".repeat(100)), None);
+    }
+}

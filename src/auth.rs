@@ -1,0 +1,72 @@
+//! Who is calling. In `noauth` mode the identity comes from the headers keystonemiddleware
+//! would set (`X-User-Id`, `X-Project-Id`, `X-Roles`, …), as Magnum's `ContextHook` reads them.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::HeaderMap;
+
+use crate::error::ApiError;
+use crate::model::RequestContext;
+use crate::policy::Credentials;
+use crate::state::AppState;
+
+fn header(h: &HeaderMap, name: &str) -> Option<String> {
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+/// Builds the request context from identity headers.
+pub fn context_from_headers(h: &HeaderMap) -> RequestContext {
+    let roles = header(h, "x-roles")
+        .map(|r| {
+            r.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    RequestContext {
+        user_id: header(h, "x-user-id"),
+        user_name: header(h, "x-user-name"),
+        project_id: header(h, "x-project-id").or_else(|| header(h, "x-tenant-id")),
+        project_name: header(h, "x-project-name"),
+        domain_id: header(h, "x-user-domain-id"),
+        domain_name: header(h, "x-user-domain-name"),
+        project_domain_id: header(h, "x-project-domain-id"),
+        roles,
+        system_scope: header(h, "openstack-system-scope"),
+        is_admin: false,
+    }
+}
+
+impl RequestContext {
+    pub fn credentials(&self) -> Credentials {
+        Credentials {
+            user_id: self.user_id.clone(),
+            project_id: self.project_id.clone(),
+            domain_id: self.domain_id.clone(),
+            project_domain_id: self.project_domain_id.clone(),
+            roles: self.roles.clone(),
+            system_scope: self.system_scope.clone(),
+            is_admin: self.is_admin,
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for RequestContext {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // An authenticating layer (keystone mode) leaves the context it built; otherwise the
+        // identity headers are trusted (noauth).
+        let mut ctx = match parts.extensions.get::<RequestContext>() {
+            Some(ctx) => ctx.clone(),
+            None => context_from_headers(&parts.headers),
+        };
+        ctx.is_admin = state.policy.is_admin(&ctx.credentials());
+        Ok(ctx)
+    }
+}

@@ -1,0 +1,137 @@
+//! The command line: `serve`, `migrate`, `policy-sample`, `policy-check`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::config::{redact_url, AuthMode, Config};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "magnum-rs",
+    version,
+    about = "OpenStack Magnum v1 API with control-plane resize"
+)]
+pub struct Cli {
+    /// Configuration file (TOML). Default: etc/magnum-rs.toml when it exists.
+    #[arg(long, env = "MAGNUM_RS_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (default 127.0.0.1:9511).
+    #[arg(long, env = "MAGNUM_RS_BIND", global = true)]
+    pub bind: Option<SocketAddr>,
+    /// Database URL: sqlite://FILE or mysql://USER:PASS@HOST:PORT/DB.
+    #[arg(
+        long,
+        env = "MAGNUM_RS_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+    /// Authentication: noauth (identity headers; the default on loopback only) or keystone.
+    #[arg(long, env = "MAGNUM_RS_AUTH", global = true, value_enum)]
+    pub auth: Option<AuthMode>,
+    /// An operator policy.yaml overriding Magnum's default rules.
+    #[arg(long, env = "MAGNUM_RS_POLICY_FILE", global = true)]
+    pub policy_file: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the API (and the operations worker).
+    Serve {
+        /// Do not start the operations worker (operations stay recorded until a worker runs).
+        #[arg(long)]
+        no_worker: bool,
+    },
+    /// Create the schema on an empty database, or check a Magnum-owned one.
+    Migrate,
+    /// Print Magnum's default policy rules as a commented sample policy.yaml.
+    PolicySample,
+    /// Print the rules in force (defaults with the operator's overrides).
+    PolicyCheck,
+}
+
+impl Cli {
+    /// Defaults, then the file, then environment and flags.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let default_file = PathBuf::from("etc/magnum-rs.toml");
+        let mut config = match &self.config {
+            Some(path) => Config::from_file(path)?,
+            None if default_file.exists() => Config::from_file(&default_file)?,
+            None => Config::default(),
+        };
+        if let Some(b) = self.bind {
+            config.bind = b;
+        }
+        if let Some(u) = &self.database_url {
+            config.database_url = u.clone();
+        }
+        if let Some(a) = self.auth {
+            config.auth = Some(a);
+        }
+        if let Some(p) = &self.policy_file {
+            config.policy_file = Some(p.clone());
+        }
+        Ok(config)
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = cli.config()?;
+    match cli.command {
+        Command::Serve { no_worker } => {
+            let auth = config.effective_auth()?;
+            if auth == AuthMode::Keystone {
+                anyhow::bail!("--auth keystone is not available in this build yet");
+            }
+            let bind = config.bind;
+            tracing::info!(%bind, database = %redact_url(&config.database_url), ?auth, "starting magnum-rs");
+            let state = crate::build_state(config).await?;
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("cannot listen on {bind}"))?;
+            crate::serve(listener, state, !no_worker, shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let store = crate::store::Store::connect(&config.database_url).await?;
+            let outcome = store.migrate().await?;
+            println!("{outcome:?}");
+            Ok(())
+        }
+        Command::PolicySample => {
+            print!("{}", crate::policy::Policy::magnum_defaults().sample_yaml());
+            Ok(())
+        }
+        Command::PolicyCheck => {
+            let policy = match &config.policy_file {
+                Some(p) => crate::policy::Policy::with_overrides_file(p)?,
+                None => crate::policy::Policy::magnum_defaults(),
+            };
+            print!("{}", policy.effective_yaml());
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

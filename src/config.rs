@@ -1,0 +1,178 @@
+//! Typed configuration: built-in defaults, then `etc/magnum-rs.toml` (or `--config`), then
+//! environment variables and command-line flags (see `cli.rs`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::drivers::cluster_api::ClusterApiConfig;
+use crate::drivers::Triple;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Identity from `X-Project-Id`, `X-User-Id`, `X-Roles` (behind a trusted proxy, or tests).
+    Noauth,
+    /// Keystone tokens (`X-Auth-Token`).
+    Keystone,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// `sqlite://path` or `mysql://user:pass@host:port/db`. Never logged.
+    pub database_url: String,
+    /// `None`: noauth on a loopback address, otherwise refuse to start.
+    pub auth: Option<AuthMode>,
+    /// An operator `policy.yaml` overriding Magnum's default rules.
+    pub policy_file: Option<PathBuf>,
+    /// Create or check the schema at start-up (`magnum-rs migrate` does it explicitly).
+    pub auto_migrate: bool,
+    pub api: ApiConfig,
+    pub quotas: QuotaConfig,
+    pub drivers: DriversConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    /// `[api] max_limit`: the largest page.
+    pub max_limit: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotaConfig {
+    /// `[quotas] max_clusters_per_project`.
+    pub max_clusters_per_project: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DriversConfig {
+    pub cluster_api: ClusterApiConfig,
+    /// A record-only stand-in for Magnum's base (heat) driver: no control-plane resize.
+    pub base: BaseDriverConfig,
+    /// Driver names not to load (`[drivers] disabled_drivers`).
+    pub disabled: Vec<String>,
+    /// Record-only drivers also append each call to this file (JSON lines), for tests and
+    /// for seeing what a driver was asked to do without a backend.
+    pub journal: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BaseDriverConfig {
+    pub name: String,
+    pub provides: Vec<Triple>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 9511)),
+            database_url: "sqlite://magnum-rs.db".into(),
+            auth: None,
+            policy_file: None,
+            auto_migrate: true,
+            api: ApiConfig::default(),
+            quotas: QuotaConfig::default(),
+            drivers: DriversConfig::default(),
+        }
+    }
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig { max_limit: 1000 }
+    }
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        QuotaConfig {
+            max_clusters_per_project: 20,
+        }
+    }
+}
+
+impl Default for DriversConfig {
+    fn default() -> Self {
+        DriversConfig {
+            cluster_api: ClusterApiConfig::default(),
+            base: BaseDriverConfig::default(),
+            disabled: Vec::new(),
+            journal: None,
+        }
+    }
+}
+
+impl Default for BaseDriverConfig {
+    fn default() -> Self {
+        BaseDriverConfig {
+            name: "k8s_fedora_coreos_v1".into(),
+            provides: vec![Triple::new("vm", "fedora-coreos", "kubernetes")],
+        }
+    }
+}
+
+impl Config {
+    /// Reads a TOML file over the defaults.
+    pub fn from_file(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text)
+            .with_context(|| format!("invalid configuration in {}", path.display()))
+    }
+
+    /// The authentication mode in force: an explicit choice, or noauth on loopback only.
+    pub fn effective_auth(&self) -> anyhow::Result<AuthMode> {
+        match self.auth {
+            Some(mode) => Ok(mode),
+            None if self.bind.ip().is_loopback() => Ok(AuthMode::Noauth),
+            None => anyhow::bail!(
+                "refusing to serve {} without authentication: choose --auth keystone (or \
+                 --auth noauth behind a trusted proxy)",
+                self.bind
+            ),
+        }
+    }
+}
+
+/// The database URL with any password replaced, for logs.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}://{user}:***@{}", &url[..s], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_from_database_urls() {
+        assert_eq!(
+            redact_url("mysql://magnum:s3cret@127.0.0.1:3306/magnum"),
+            "mysql://magnum:***@127.0.0.1:3306/magnum"
+        );
+        assert_eq!(redact_url("sqlite://magnum-rs.db"), "sqlite://magnum-rs.db");
+    }
+
+    #[test]
+    fn noauth_is_the_default_only_on_loopback() {
+        let mut c = Config::default();
+        assert_eq!(c.effective_auth().ok(), Some(AuthMode::Noauth));
+        c.bind = "0.0.0.0:9511".parse().expect("address");
+        assert!(c.effective_auth().is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! Cluster drivers: a **capability** side (what a driver allows: master resize, sizes,
+//! `nodes_to_remove`, autoscaling) that the API consults synchronously, and a **lifecycle**
+//! side (create, delete, resize, nodegroups, upgrade) that the operations worker calls.
+//! Handlers never hold a role-specific rule: they ask the cluster's driver.
+
+pub mod capabilities;
+pub mod cluster_api;
+pub mod record_only;
+pub mod registry;
+
+use async_trait::async_trait;
+
+use crate::error::ApiError;
+use crate::model::{Cluster, ClusterTemplate, NodeGroup};
+
+pub use capabilities::{BaseCapabilities, Capabilities};
+pub use registry::{DriverRegistry, Triple};
+
+/// A lifecycle failure; its text becomes the `status_reason` Magnum shows.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The request cannot be carried out (e.g. rejected by the backend); not retried.
+    #[error("{0}")]
+    Rejected(String),
+    /// A transient failure (backend unreachable, conflict): the worker retries it.
+    #[error("{0}")]
+    Transient(String),
+}
+
+/// A resize handed to the driver.
+#[derive(Clone, Debug)]
+pub struct ResizeRequest {
+    pub node_count: i64,
+    pub nodes_to_remove: Vec<String>,
+}
+
+/// What the driver reports after starting an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Done: the resource can be marked `*_COMPLETE` now.
+    Complete,
+    /// Started; the driver's status reconciler will report completion or failure.
+    InProgress,
+}
+
+/// What a driver reports after creating a cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreateOutcome {
+    /// True when the cluster is ready now; false when the driver's status reconciler will
+    /// report completion.
+    pub completed: bool,
+    /// The backend's name for the cluster (Magnum's `stack_id`).
+    pub stack_id: Option<String>,
+    pub api_address: Option<String>,
+    pub coe_version: Option<String>,
+}
+
+/// The lifecycle half: every method is called by the operations worker, never on a request
+/// path, with the already-persisted desired state.
+#[async_trait]
+pub trait Lifecycle: Send + Sync {
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        template: &ClusterTemplate,
+        nodegroups: &[NodeGroup],
+    ) -> Result<CreateOutcome, DriverError>;
+
+    async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError>;
+
+    async fn resize(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+        request: &ResizeRequest,
+    ) -> Result<Progress, DriverError>;
+
+    async fn upgrade(
+        &self,
+        cluster: &Cluster,
+        template: &ClusterTemplate,
+        nodegroup: &NodeGroup,
+        max_batch_size: i64,
+    ) -> Result<Progress, DriverError>;
+
+    async fn create_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError>;
+
+    async fn update_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError>;
+
+    async fn delete_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError>;
+}
+
+/// A cluster driver: a name, the (server_type, os, coe) triples it provides, its
+/// capabilities and its lifecycle.
+pub trait Driver: Capabilities + Lifecycle {
+    fn name(&self) -> &str;
+    fn provides(&self) -> &[Triple];
+}
+
+/// `Driver.validate_master_size` of Magnum's base class: odd sizes ≥ 1.
+pub fn odd_master_size(node_count: i64) -> Result<(), ApiError> {
+    if node_count % 2 == 0 || node_count < 1 {
+        return Err(ApiError::MasterNgSizeInvalid(node_count));
+    }
+    Ok(())
+}

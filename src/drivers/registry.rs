@@ -1,0 +1,103 @@
+//! The driver registry, built once from configuration: names (the template's `driver`
+//! field) and (server_type, os, coe) triples, as Magnum's `Driver.get_driver` resolves them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::Driver;
+use crate::error::ApiError;
+use crate::model::ClusterTemplate;
+
+/// A (server_type, os, coe) triple a driver provides.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Triple {
+    pub server_type: String,
+    pub os: String,
+    pub coe: String,
+}
+
+impl Triple {
+    pub fn new(server_type: &str, os: &str, coe: &str) -> Self {
+        Triple {
+            server_type: server_type.into(),
+            os: os.into(),
+            coe: coe.into(),
+        }
+    }
+
+    fn of(t: &ClusterTemplate) -> Self {
+        Triple {
+            server_type: t.server_type.clone().unwrap_or_else(|| "vm".into()),
+            os: t.cluster_distro.clone().unwrap_or_default(),
+            coe: t.coe.clone().unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct DriverRegistry {
+    by_name: HashMap<String, Arc<dyn Driver>>,
+    by_triple: HashMap<Triple, Arc<dyn Driver>>,
+    /// Every distinct driver, in registration order (for the workers).
+    all: Vec<Arc<dyn Driver>>,
+}
+
+impl std::fmt::Debug for DriverRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.by_name.keys().collect();
+        names.sort();
+        f.debug_struct("DriverRegistry")
+            .field("names", &names)
+            .finish()
+    }
+}
+
+impl DriverRegistry {
+    /// Registers a driver under extra names (aliases operators have in their templates) and
+    /// the triples it provides. A later registration of a triple wins.
+    pub fn register(&mut self, driver: Arc<dyn Driver>, aliases: &[String]) {
+        self.by_name
+            .insert(driver.name().to_string(), Arc::clone(&driver));
+        for a in aliases {
+            self.by_name.insert(a.clone(), Arc::clone(&driver));
+        }
+        for t in driver.provides() {
+            self.by_triple.insert(t.clone(), Arc::clone(&driver));
+        }
+        self.all.push(driver);
+    }
+
+    pub fn drivers(&self) -> &[Arc<dyn Driver>] {
+        &self.all
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<Arc<dyn Driver>> {
+        self.by_name.get(name).cloned()
+    }
+
+    /// `Driver.get_driver(server_type, os, coe)` without a name (cluster create's
+    /// master-size check uses this form).
+    pub fn for_triple(&self, t: &ClusterTemplate) -> Result<Arc<dyn Driver>, ApiError> {
+        let triple = Triple::of(t);
+        self.by_triple
+            .get(&triple)
+            .cloned()
+            .ok_or(ApiError::ClusterTypeNotSupported {
+                server_type: triple.server_type,
+                os: triple.os,
+                coe: triple.coe,
+            })
+    }
+
+    /// `Driver.get_driver_for_cluster`: the template's `driver` name if set, else the triple.
+    pub fn for_template(&self, t: &ClusterTemplate) -> Result<Arc<dyn Driver>, ApiError> {
+        match t.driver.as_deref().filter(|d| !d.is_empty()) {
+            Some(name) => self
+                .by_name(name)
+                .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),
+            None => self.for_triple(t),
+        }
+    }
+}

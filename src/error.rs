@@ -1,0 +1,350 @@
+//! The one error type of the service and its rendering as Magnum's error envelope.
+//!
+//! Every variant is named after the Magnum exception it mirrors (`magnum/common/exception.py`)
+//! and carries Magnum's message template. [`ApiError::status`] is the one status table;
+//! [`IntoResponse`] renders the envelope
+//! `{"errors":[{"request_id","code","status","title","detail","links"}]}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// Which formatter Magnum's pipeline would have used for an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Raised inside a controller and formatted by WSME: `code` is `client`/`server`.
+    Wsme,
+    /// A pecan/webob HTTP exception (routing, version gates): `code` is `""`, and `title` and
+    /// `detail` are blank unless the client asked for JSON.
+    Webob,
+    /// The microversion 406 body, passed through unchanged.
+    Microversion,
+}
+
+/// Marker left in the response extensions so that the outer layers can finish the body
+/// (Accept-dependent blanks) and decide on version headers.
+#[derive(Clone, Debug)]
+pub struct ErrorMarker {
+    pub flavor: Flavor,
+    /// Magnum leaves the OpenStack-API-* headers off for this error.
+    pub without_version_headers: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    // --- 400 ---------------------------------------------------------------------------
+    /// WSME/api-utils validation texts and `InvalidParameterValue` (`%(err)s`).
+    #[error("{0}")]
+    InvalidParameterValue(String),
+    #[error("Invalid input for field/attribute {field}. Value: '{value}'. {reason}")]
+    InvalidInput {
+        field: String,
+        value: String,
+        reason: String,
+    },
+    #[error("Unknown attribute for argument {argname}: {attrs}")]
+    UnknownAttribute { argname: String, attrs: String },
+    #[error("Unknown argument: \"{0}\"")]
+    UnknownArgument(String),
+    #[error("Missing argument: \"{0}\"")]
+    MissingArgument(String),
+    #[error("Request is not in valid JSON format")]
+    MalformedJson,
+    #[error("Couldn't apply patch '{patch}'. Reason: {reason}")]
+    PatchError { patch: String, reason: String },
+    #[error("Expected a uuid but received {0}.")]
+    InvalidUuid(String),
+    #[error("{0} is not supported.")]
+    NotSupported(String),
+    #[error("Cluster type ({server_type}, {os}, {coe}) not supported.")]
+    ClusterTypeNotSupported {
+        server_type: String,
+        os: String,
+        coe: String,
+    },
+    #[error("Cluster driver ({0}) not supported.")]
+    ClusterDriverNotSupported(String),
+    #[error("master nodegroup size of {0} is invalid, size cannot be an even number.")]
+    MasterNgSizeInvalid(i64),
+    #[error("Resizing the master nodegroup is not supported by this driver.")]
+    MasterNgResizeNotSupported,
+    #[error("Resizing a nodegroup to zero is not supported in the provided microversion.")]
+    ZeroNodeCountNotSupported,
+    #[error("Cluster upgrade is not supported in the provided microversion.")]
+    ClusterUpgradeNotSupported,
+    #[error("Resizing {nodegroup} outside the allowed range: min_node_count = {min}, max_node_count = {max}")]
+    NgResizeOutBounds {
+        nodegroup: String,
+        min: i64,
+        /// Python's rendering of the maximum (`None` when unset).
+        max: String,
+    },
+    #[error("Deleting a default nodegroup is not supported.")]
+    DeletingDefaultNgNotSupported,
+    #[error("Creating master nodegroups is currently not supported.")]
+    CreateMasterNodeGroup,
+    #[error("ClusterTemplate {0} is referenced by one or multiple clusters.")]
+    ClusterTemplateReferenced(String),
+
+    // --- 403 ---------------------------------------------------------------------------
+    #[error("Not authorized.")]
+    NotAuthorized,
+    #[error("Policy doesn't allow {0} to be performed.")]
+    PolicyNotAuthorized(String),
+    #[error("Not authorized to set public or hidden flag for cluster template.")]
+    ClusterTemplatePublishDenied,
+    #[error("Resource limit exceeded: {0}")]
+    ResourceLimitExceeded(String),
+
+    // --- 404 ---------------------------------------------------------------------------
+    #[error("Cluster {0} could not be found.")]
+    ClusterNotFound(String),
+    #[error("Nodegroup {0} could not be found.")]
+    NodeGroupNotFound(String),
+    #[error("ClusterTemplate {0} could not be found.")]
+    ClusterTemplateNotFound(String),
+    /// Magnum raises `ResourceNotFound` without arguments in a few places; the
+    /// placeholders stay unformatted.
+    #[error("The %(name)s resource %(id)s could not be found.")]
+    ResourceNotFoundUnformatted,
+
+    // --- 409 ---------------------------------------------------------------------------
+    #[error("{0}")]
+    Conflict(String),
+    #[error("A node group with name {name} already exists in the cluster {cluster}.")]
+    NodeGroupAlreadyExists { name: String, cluster: String },
+    #[error("{attr} for {nodegroup} is invalid ({expl}).")]
+    NodeGroupInvalidInput {
+        attr: String,
+        nodegroup: String,
+        expl: String,
+    },
+    #[error("Cluster Template is not valid for upgrade: {0}")]
+    InvalidClusterTemplateForUpgrade(String),
+    #[error("Cluster API address is not available yet")]
+    ClusterApiAddressUnavailable,
+
+    // --- webob / pecan -----------------------------------------------------------------
+    #[error("")]
+    RouteNotFound,
+    #[error("")]
+    MethodNotAllowed,
+    /// A malformed `OpenStack-API-Version` header.
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// A per-method version gate (`@api_version`).
+    #[error("Version {version} was requested but the requested API {method} is not supported for this version.")]
+    VersionNotAvailable { version: String, method: String },
+    /// The out-of-range microversion 406 with its own body.
+    #[error("{description}")]
+    MicroversionUnsupported { description: String },
+
+    // --- 5xx ---------------------------------------------------------------------------
+    /// A failure of ours; the cause is logged once here and never shown to the client.
+    #[error("An internal error occurred.")]
+    Internal(#[source] anyhow::Error),
+    #[error("The service is temporarily unavailable: {0}")]
+    ServiceUnavailable(String),
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Internal(e.into())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        ApiError::Internal(e)
+    }
+}
+
+impl ApiError {
+    /// Builds Magnum's WSME type/constraint error.
+    pub fn invalid_input(
+        field: impl Into<String>,
+        value: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        ApiError::InvalidInput {
+            field: field.into(),
+            value: value.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The one status table.
+    pub fn status(&self) -> StatusCode {
+        use ApiError::*;
+        match self {
+            InvalidParameterValue(_)
+            | InvalidInput { .. }
+            | UnknownAttribute { .. }
+            | UnknownArgument(_)
+            | MissingArgument(_)
+            | MalformedJson
+            | PatchError { .. }
+            | InvalidUuid(_)
+            | NotSupported(_)
+            | ClusterTypeNotSupported { .. }
+            | ClusterDriverNotSupported(_)
+            | MasterNgSizeInvalid(_)
+            | MasterNgResizeNotSupported
+            | ZeroNodeCountNotSupported
+            | ClusterUpgradeNotSupported
+            | NgResizeOutBounds { .. }
+            | DeletingDefaultNgNotSupported
+            | CreateMasterNodeGroup
+            | ClusterTemplateReferenced(_) => StatusCode::BAD_REQUEST,
+            NotAuthorized
+            | PolicyNotAuthorized(_)
+            | ClusterTemplatePublishDenied
+            | ResourceLimitExceeded(_) => StatusCode::FORBIDDEN,
+            ClusterNotFound(_)
+            | NodeGroupNotFound(_)
+            | ClusterTemplateNotFound(_)
+            | ResourceNotFoundUnformatted
+            | RouteNotFound => StatusCode::NOT_FOUND,
+            Conflict(_)
+            | NodeGroupAlreadyExists { .. }
+            | NodeGroupInvalidInput { .. }
+            | InvalidClusterTemplateForUpgrade(_)
+            | ClusterApiAddressUnavailable => StatusCode::CONFLICT,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NotAcceptable(_) | VersionNotAvailable { .. } | MicroversionUnsupported { .. } => {
+                StatusCode::NOT_ACCEPTABLE
+            }
+            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn flavor(&self) -> Flavor {
+        match self {
+            ApiError::RouteNotFound
+            | ApiError::MethodNotAllowed
+            | ApiError::NotAcceptable(_)
+            | ApiError::VersionNotAvailable { .. } => Flavor::Webob,
+            ApiError::MicroversionUnsupported { .. } => Flavor::Microversion,
+            _ => Flavor::Wsme,
+        }
+    }
+
+    fn without_version_headers(&self) -> bool {
+        matches!(
+            self,
+            ApiError::RouteNotFound
+                | ApiError::MethodNotAllowed
+                | ApiError::NotAcceptable(_)
+                | ApiError::VersionNotAvailable { .. }
+        )
+    }
+}
+
+/// The webob title of a status, as pecan shows it with a JSON Accept header.
+fn webob_title(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "Not Found",
+        StatusCode::METHOD_NOT_ALLOWED => "Method Not Allowed",
+        StatusCode::NOT_ACCEPTABLE => "Not Acceptable",
+        _ => "",
+    }
+}
+
+/// Magnum's `title`: the message up to, not including, the first `.`.
+pub fn title_of(detail: &str) -> &str {
+    detail.split('.').next().unwrap_or_default()
+}
+
+/// The generic envelope around one error.
+pub fn envelope(code: &str, status: StatusCode, title: &str, detail: &str) -> serde_json::Value {
+    json!({"errors": [{
+        "request_id": "",
+        "code": code,
+        "status": status.as_u16(),
+        "title": title,
+        "detail": detail,
+        "links": [],
+    }]})
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let flavor = self.flavor();
+        let body = match &self {
+            ApiError::Internal(cause) => {
+                tracing::error!(error = ?cause, "internal error");
+                let detail = self.to_string();
+                envelope("server", status, title_of(&detail), &detail)
+            }
+            ApiError::MicroversionUnsupported { .. } => {
+                // The 406 body of HTTPNotAcceptableAPIVersion; finished by the version layer,
+                // which knows the supported range and the Accept header.
+                json!({"errors": [{
+                    "code": "magnum.microversion-unsupported",
+                    "title": "Requested microversion is unsupported",
+                    "description": self.to_string(),
+                    "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
+                }]})
+            }
+            _ if flavor == Flavor::Webob => {
+                envelope("", status, webob_title(status), &self.to_string())
+            }
+            _ => {
+                let detail = self.to_string();
+                let code = if status.is_server_error() {
+                    "server"
+                } else {
+                    "client"
+                };
+                envelope(code, status, title_of(&detail), &detail)
+            }
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response.extensions_mut().insert(ErrorMarker {
+            flavor,
+            without_version_headers: self.without_version_headers(),
+        });
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_is_cut_at_the_first_period() {
+        assert_eq!(
+            title_of(
+                "Multiple clusters exist with same name. Please use the cluster uuid instead."
+            ),
+            "Multiple clusters exist with same name"
+        );
+        assert_eq!(
+            title_of("Cluster notthere could not be found."),
+            "Cluster notthere could not be found"
+        );
+    }
+
+    #[test]
+    fn out_of_bounds_text_has_no_final_period() {
+        let e = ApiError::NgResizeOutBounds {
+            nodegroup: "test-worker".into(),
+            min: 2,
+            max: "5".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Resizing test-worker outside the allowed range: min_node_count = 2, max_node_count = 5"
+        );
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+    }
+}

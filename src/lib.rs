@@ -1,0 +1,104 @@
+//! magnum-rs: the OpenStack Magnum v1 API, with drivers that decide what a cluster may do
+//! (notably resizing the Cluster API control plane).
+
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod drivers;
+pub mod error;
+pub mod model;
+pub mod names;
+pub mod operations;
+pub mod policy;
+pub mod state;
+pub mod store;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::drivers::capabilities::BaseCapabilities;
+use crate::drivers::cluster_api;
+use crate::drivers::record_only::RecordOnlyDriver;
+use crate::drivers::DriverRegistry;
+use crate::operations::OperationsHandle;
+use crate::policy::Policy;
+use crate::state::AppState;
+use crate::store::Store;
+
+/// The HTTP application.
+pub fn app(state: AppState) -> Router {
+    api::router(state)
+}
+
+/// The driver registry a configuration describes.
+pub fn build_registry(config: &Config) -> DriverRegistry {
+    let mut registry = DriverRegistry::default();
+    let d = &config.drivers;
+    if !d.disabled.contains(&d.base.name) {
+        let base = RecordOnlyDriver::new(
+            &d.base.name,
+            d.base.provides.clone(),
+            Box::new(BaseCapabilities),
+        )
+        .with_journal(d.journal.clone());
+        registry.register(Arc::new(base), &[]);
+    }
+    if !d.disabled.contains(&d.cluster_api.name) {
+        let capi = cluster_api::record_only(&d.cluster_api).with_journal(d.journal.clone());
+        registry.register(Arc::new(capi), &d.cluster_api.aliases);
+    }
+    registry
+}
+
+/// Connects, migrates (when configured) and assembles the state.
+pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
+    let store = Store::connect(&config.database_url).await?;
+    if config.auto_migrate {
+        store.migrate().await?;
+    }
+    let policy = match &config.policy_file {
+        Some(path) => Policy::with_overrides_file(path)?,
+        None => Policy::magnum_defaults(),
+    };
+    let drivers = build_registry(&config);
+    Ok(AppState::new(
+        config,
+        store,
+        policy,
+        drivers,
+        OperationsHandle::default(),
+    ))
+}
+
+/// Serves until `shutdown` resolves, with the operations worker beside the API.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    run_worker: bool,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = run_worker.then(|| {
+        tokio::spawn(operations::run_worker(
+            state.clone(),
+            std::time::Duration::from_secs(2),
+            stop_rx,
+        ))
+    });
+    let app = app(state);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await?;
+    if let Some(w) = worker {
+        let _ = w.await;
+    }
+    Ok(())
+}

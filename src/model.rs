@@ -1,0 +1,257 @@
+//! Plain data types: rows of Magnum's `cluster_template`, `cluster` and `nodegroup` tables,
+//! and the value types the API and drivers share.
+
+use serde_json::{Map, Value};
+
+/// `magnum.objects.fields.ClusterStatus`, used for clusters and nodegroups alike.
+pub mod status {
+    pub const CREATE_IN_PROGRESS: &str = "CREATE_IN_PROGRESS";
+    pub const CREATE_FAILED: &str = "CREATE_FAILED";
+    pub const CREATE_COMPLETE: &str = "CREATE_COMPLETE";
+    pub const UPDATE_IN_PROGRESS: &str = "UPDATE_IN_PROGRESS";
+    pub const UPDATE_FAILED: &str = "UPDATE_FAILED";
+    pub const UPDATE_COMPLETE: &str = "UPDATE_COMPLETE";
+    pub const DELETE_IN_PROGRESS: &str = "DELETE_IN_PROGRESS";
+    pub const DELETE_FAILED: &str = "DELETE_FAILED";
+    pub const DELETE_COMPLETE: &str = "DELETE_COMPLETE";
+
+    /// All 18 values, in Magnum's order.
+    pub const ALL: [&str; 18] = [
+        "CREATE_IN_PROGRESS",
+        "CREATE_FAILED",
+        "CREATE_COMPLETE",
+        "UPDATE_IN_PROGRESS",
+        "UPDATE_FAILED",
+        "UPDATE_COMPLETE",
+        "DELETE_IN_PROGRESS",
+        "DELETE_FAILED",
+        "DELETE_COMPLETE",
+        "RESUME_COMPLETE",
+        "RESUME_FAILED",
+        "RESTORE_COMPLETE",
+        "ROLLBACK_IN_PROGRESS",
+        "ROLLBACK_FAILED",
+        "ROLLBACK_COMPLETE",
+        "SNAPSHOT_COMPLETE",
+        "CHECK_COMPLETE",
+        "ADOPT_COMPLETE",
+    ];
+
+    /// Statuses that make `GET` of a cluster show `faults`.
+    pub const FAILED: [&str; 5] = [
+        "CREATE_FAILED",
+        "UPDATE_FAILED",
+        "DELETE_FAILED",
+        "ROLLBACK_FAILED",
+        "RESUME_FAILED",
+    ];
+
+    /// The eight `*_COMPLETE` states from which Magnum's conductor updates and upgrades.
+    pub const COMPLETE: [&str; 8] = [
+        "CREATE_COMPLETE",
+        "UPDATE_COMPLETE",
+        "RESUME_COMPLETE",
+        "RESTORE_COMPLETE",
+        "ROLLBACK_COMPLETE",
+        "SNAPSHOT_COMPLETE",
+        "CHECK_COMPLETE",
+        "ADOPT_COMPLETE",
+    ];
+
+    /// The conductor accepts a resize from these cluster statuses.
+    pub fn allows_resize(status: &str) -> bool {
+        COMPLETE.contains(&status) || status == UPDATE_FAILED || status == UPDATE_IN_PROGRESS
+    }
+
+    /// The conductor accepts a cluster update (PATCH) only from these.
+    pub fn allows_update(status: &str) -> bool {
+        COMPLETE.contains(&status)
+    }
+
+    /// The conductor accepts an upgrade only from these.
+    pub fn allows_upgrade(status: &str) -> bool {
+        COMPLETE.contains(&status)
+    }
+}
+
+/// The role Magnum treats specially; any other role string counts as a worker.
+pub const ROLE_MASTER: &str = "master";
+pub const ROLE_WORKER: &str = "worker";
+
+/// A row of `cluster_template`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterTemplate {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: Option<String>,
+    pub user_id: Option<String>,
+    pub name: Option<String>,
+    pub image_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub master_flavor_id: Option<String>,
+    pub keypair_id: Option<String>,
+    pub external_network_id: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub network_driver: Option<String>,
+    pub volume_driver: Option<String>,
+    pub dns_nameserver: Option<String>,
+    pub apiserver_port: Option<i64>,
+    pub docker_volume_size: Option<i64>,
+    pub docker_storage_driver: Option<String>,
+    pub cluster_distro: Option<String>,
+    pub coe: Option<String>,
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    pub no_proxy: Option<String>,
+    pub registry_enabled: Option<bool>,
+    pub labels: Option<Map<String, Value>>,
+    pub tls_disabled: Option<bool>,
+    pub public: Option<bool>,
+    pub server_type: Option<String>,
+    pub insecure_registry: Option<String>,
+    pub master_lb_enabled: Option<bool>,
+    pub floating_ip_enabled: Option<bool>,
+    pub hidden: Option<bool>,
+    pub tags: Option<String>,
+    pub driver: Option<String>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+/// A row of `cluster` plus what Magnum computes from its nodegroups on every read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cluster {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: Option<String>,
+    pub user_id: Option<String>,
+    pub name: Option<String>,
+    pub cluster_template_id: Option<String>,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i64>,
+    pub labels: Option<Map<String, Value>>,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub stack_id: Option<String>,
+    pub api_address: Option<String>,
+    pub status: Option<String>,
+    pub status_reason: Option<String>,
+    pub health_status: Option<String>,
+    pub health_status_reason: Option<Map<String, Value>>,
+    pub create_timeout: Option<i64>,
+    pub discovery_url: Option<String>,
+    pub coe_version: Option<String>,
+    pub container_version: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: Option<bool>,
+    pub master_lb_enabled: Option<bool>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+/// A row of `nodegroup`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeGroup {
+    pub id: i64,
+    pub uuid: String,
+    pub name: String,
+    pub cluster_id: String,
+    pub project_id: String,
+    pub docker_volume_size: Option<i64>,
+    pub labels: Option<Map<String, Value>>,
+    pub flavor_id: Option<String>,
+    pub image_id: Option<String>,
+    pub node_addresses: Option<Vec<Value>>,
+    /// NULL in the database reads as 1, like Magnum's object layer.
+    pub node_count: i64,
+    pub max_node_count: Option<i64>,
+    /// NULL in the database reads as 0, like Magnum's object layer.
+    pub min_node_count: i64,
+    pub role: Option<String>,
+    pub is_default: Option<bool>,
+    pub stack_id: Option<String>,
+    pub status: Option<String>,
+    pub status_reason: Option<String>,
+    pub version: Option<String>,
+    pub node_labels: Option<Map<String, Value>>,
+    pub node_taints: Option<Vec<Value>>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+impl NodeGroup {
+    pub fn is_master(&self) -> bool {
+        self.role.as_deref() == Some(ROLE_MASTER)
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.is_default.unwrap_or(false)
+    }
+}
+
+/// Sums Magnum computes over a cluster's nodegroups (`magnum/objects/cluster.py`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterCounts {
+    pub node_count: i64,
+    pub master_count: i64,
+    pub node_addresses: Vec<Value>,
+    pub master_addresses: Vec<Value>,
+}
+
+impl ClusterCounts {
+    pub fn from_nodegroups<'a>(ngs: impl IntoIterator<Item = &'a NodeGroup>) -> Self {
+        let mut c = ClusterCounts::default();
+        for ng in ngs {
+            let addrs = ng.node_addresses.clone().unwrap_or_default();
+            if ng.is_master() {
+                c.master_count += ng.node_count;
+                c.master_addresses.extend(addrs);
+            } else {
+                c.node_count += ng.node_count;
+                c.node_addresses.extend(addrs);
+            }
+        }
+        c
+    }
+}
+
+/// Who is calling: the request context Magnum builds from the identity headers or the token.
+#[derive(Clone, Debug, Default)]
+pub struct RequestContext {
+    pub user_id: Option<String>,
+    pub user_name: Option<String>,
+    pub project_id: Option<String>,
+    pub project_name: Option<String>,
+    pub domain_id: Option<String>,
+    pub domain_name: Option<String>,
+    pub project_domain_id: Option<String>,
+    pub roles: Vec<String>,
+    pub system_scope: Option<String>,
+    pub is_admin: bool,
+}
+
+/// How a read is scoped to tenants (`_add_tenant_filters`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tenancy {
+    /// An admin with `all_tenants`: no filter.
+    All,
+    /// Only rows of this project.
+    Project(String),
+    /// No project in the context: only rows of this user.
+    User(String),
+}
+
+impl Tenancy {
+    pub fn of(ctx: &RequestContext, all_tenants: bool) -> Self {
+        if all_tenants && ctx.is_admin {
+            return Tenancy::All;
+        }
+        match (&ctx.project_id, &ctx.user_id) {
+            (Some(p), _) => Tenancy::Project(p.clone()),
+            (None, Some(u)) => Tenancy::User(u.clone()),
+            (None, None) => Tenancy::Project(String::new()),
+        }
+    }
+}

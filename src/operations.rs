@@ -1,0 +1,402 @@
+//! The durable hand-off between the API and the drivers (Magnum's conductor role).
+//!
+//! Handlers record an operation in the same transaction as the state change it belongs to
+//! and kick the worker. The worker claims pending operations in id order, gives each to the
+//! cluster's driver and writes the outcome: `*_COMPLETE`, or `*_FAILED` with the reason (a
+//! failed resize also restores the previous `node_count`). Operations claimed by a process
+//! that died are requeued at start-up; drivers apply desired state, so a repeated call has
+//! the effect of one. Of several pending resizes of one nodegroup only the newest runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{watch, Notify};
+
+use crate::drivers::{Driver, DriverError, Progress, ResizeRequest};
+use crate::model::{status, Cluster, ClusterTemplate, NodeGroup};
+use crate::state::AppState;
+use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::Bind;
+
+/// How often a transient driver failure is retried before the operation fails.
+const MAX_ATTEMPTS: i64 = 5;
+
+/// Wakes the worker when an operation was recorded.
+#[derive(Clone, Debug, Default)]
+pub struct OperationsHandle {
+    notify: Arc<Notify>,
+}
+
+impl OperationsHandle {
+    pub fn kick(&self) {
+        self.notify.notify_one();
+    }
+}
+
+/// Runs the worker until `shutdown` turns true. Pending work recorded by another replica or
+/// a previous process is found by the periodic pass as well.
+pub async fn run_worker(state: AppState, poll: Duration, mut shutdown: watch::Receiver<bool>) {
+    match state.store.requeue_running().await {
+        Ok(n) if n > 0 => tracing::info!(requeued = n, "operations of a previous process requeued"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot requeue running operations"),
+    }
+    let notify = Arc::clone(&state.operations.notify);
+    loop {
+        if let Err(e) = run_pending(&state).await {
+            tracing::error!(error = %e, "operations pass failed");
+        }
+        tokio::select! {
+            _ = notify.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+            _ = shutdown.changed() => {}
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+    }
+}
+
+/// Processes pending operations until none is left; returns how many were handled.
+pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
+    let mut handled = 0;
+    loop {
+        let batch = state.store.pending_operations(64).await?;
+        if batch.is_empty() {
+            return Ok(handled);
+        }
+        let mut progressed = false;
+        for op in batch {
+            if !state
+                .store
+                .transition_operation(op.id, op_state::PENDING, op_state::RUNNING, None)
+                .await?
+            {
+                continue; // another worker took it
+            }
+            progressed = true;
+            handled += 1;
+            process(state, op).await?;
+        }
+        if !progressed {
+            return Ok(handled);
+        }
+    }
+}
+
+/// What the driver needs, loaded fresh.
+struct Subject {
+    cluster: Cluster,
+    template: ClusterTemplate,
+    driver: Arc<dyn Driver>,
+    nodegroup: Option<NodeGroup>,
+}
+
+async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String>, sqlx::Error> {
+    let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
+        return Ok(Err(format!(
+            "Cluster {} could not be found.",
+            op.cluster_uuid
+        )));
+    };
+    let template = match &cluster.cluster_template_id {
+        Some(t) => state.store.template_by_uuid(t).await?,
+        None => None,
+    };
+    let Some(template) = template else {
+        return Ok(Err(format!(
+            "ClusterTemplate {} could not be found.",
+            cluster.cluster_template_id.clone().unwrap_or_default()
+        )));
+    };
+    let driver = match state.drivers.for_template(&template) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let nodegroup = match op.nodegroup_id {
+        Some(id) => match state.store.nodegroup_by_id(id).await? {
+            Some(ng) => Some(ng),
+            None => return Ok(Err(format!("Nodegroup {id} could not be found."))),
+        },
+        None => None,
+    };
+    Ok(Ok(Subject {
+        cluster,
+        template,
+        driver,
+        nodegroup,
+    }))
+}
+
+async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
+    if op.kind == OpKind::Resize {
+        if let Some(ng) = op.nodegroup_id {
+            if state
+                .store
+                .latest_pending_resize(ng)
+                .await?
+                .is_some_and(|l| l > op.id)
+            {
+                // A newer resize of the same nodegroup is waiting: it carries the final count.
+                state
+                    .store
+                    .transition_operation(op.id, op_state::RUNNING, op_state::SUPERSEDED, None)
+                    .await?;
+                return Ok(());
+            }
+        }
+    }
+    let subject = match load(state, &op).await? {
+        Ok(s) => s,
+        Err(reason) => return fail(state, &op, None, &reason).await,
+    };
+    tracing::info!(operation = op.id, kind = op.kind.as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
+    let outcome = call_driver(&subject, &op).await;
+    match outcome {
+        Ok(progress) => complete(state, &op, &subject, progress).await,
+        Err(DriverError::Transient(reason)) if op.attempts < MAX_ATTEMPTS => {
+            tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry");
+            state
+                .store
+                .transition_operation(op.id, op_state::RUNNING, op_state::PENDING, Some(&reason))
+                .await?;
+            Ok(())
+        }
+        Err(e) => fail(state, &op, Some(&subject), &e.to_string()).await,
+    }
+}
+
+/// The driver call for an operation; `Complete` for a cluster create carries its facts.
+enum Done {
+    Progress(Progress),
+    Created(crate::drivers::CreateOutcome),
+}
+
+async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
+    let d = &s.driver;
+    let ng = || {
+        s.nodegroup
+            .as_ref()
+            .ok_or_else(|| DriverError::Rejected("the operation names no nodegroup".into()))
+    };
+    Ok(match op.kind {
+        OpKind::CreateCluster => {
+            let ngs: Vec<NodeGroup> = Vec::new();
+            Done::Created(d.create_cluster(&s.cluster, &s.template, &ngs).await?)
+        }
+        OpKind::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
+        OpKind::Resize => {
+            let nodes_to_remove = op
+                .payload
+                .get("nodes_to_remove")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let req = ResizeRequest {
+                node_count: op.new_count.unwrap_or(1),
+                nodes_to_remove,
+            };
+            Done::Progress(d.resize(&s.cluster, ng()?, &req).await?)
+        }
+        OpKind::Upgrade => {
+            let max_batch = op
+                .payload
+                .get("max_batch_size")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            Done::Progress(d.upgrade(&s.cluster, &s.template, ng()?, max_batch).await?)
+        }
+        OpKind::CreateNodeGroup => Done::Progress(d.create_nodegroup(&s.cluster, ng()?).await?),
+        OpKind::UpdateNodeGroup => Done::Progress(d.update_nodegroup(&s.cluster, ng()?).await?),
+        OpKind::DeleteNodeGroup => Done::Progress(d.delete_nodegroup(&s.cluster, ng()?).await?),
+    })
+}
+
+/// Whether other operations of the cluster are still open (then the cluster's own status
+/// stays in progress).
+async fn others_open(state: &AppState, op: &Operation) -> Result<bool, sqlx::Error> {
+    Ok(state
+        .store
+        .operations_of_cluster(&op.cluster_uuid)
+        .await?
+        .iter()
+        .any(|o| o.id != op.id && (o.state == op_state::PENDING || o.state == op_state::RUNNING)))
+}
+
+async fn complete(
+    state: &AppState,
+    op: &Operation,
+    s: &Subject,
+    done: Done,
+) -> Result<(), sqlx::Error> {
+    let store = &state.store;
+    let finished = match &done {
+        Done::Progress(p) => *p == Progress::Complete,
+        Done::Created(c) => c.completed,
+    };
+    let cluster_done = !others_open(state, op).await?;
+    match (op.kind, done) {
+        (OpKind::CreateCluster, Done::Created(c)) => {
+            let mut changes = vec![
+                ("stack_id", Bind::Text(c.stack_id.clone())),
+                ("api_address", Bind::Text(c.api_address.clone())),
+            ];
+            if let Some(v) = c.coe_version.clone() {
+                changes.push(("coe_version", Bind::text(v)));
+            }
+            if finished {
+                changes.push(("status", Bind::text(status::CREATE_COMPLETE)));
+            }
+            store.update_cluster(s.cluster.id, &changes).await?;
+            for ng in store
+                .nodegroups_of_clusters(std::slice::from_ref(&s.cluster.uuid))
+                .await?
+            {
+                let mut ch = vec![("stack_id", Bind::Text(c.stack_id.clone()))];
+                if finished {
+                    ch.push(("status", Bind::text(status::CREATE_COMPLETE)));
+                }
+                store.update_nodegroup(ng.id, &ch).await?;
+            }
+        }
+        (OpKind::DeleteCluster, _) if finished => store.delete_cluster(&s.cluster.uuid).await?,
+        (OpKind::DeleteNodeGroup, _) if finished => {
+            if let Some(ng) = &s.nodegroup {
+                store.delete_nodegroup(ng.id).await?;
+            }
+            if cluster_done {
+                store
+                    .update_cluster(
+                        s.cluster.id,
+                        &[("status", Bind::text(status::UPDATE_COMPLETE))],
+                    )
+                    .await?;
+            }
+        }
+        (kind, _) if finished => {
+            let ng_status = if kind == OpKind::CreateNodeGroup {
+                status::CREATE_COMPLETE
+            } else {
+                status::UPDATE_COMPLETE
+            };
+            if let Some(ng) = &s.nodegroup {
+                let mut ch = vec![
+                    ("status", Bind::text(ng_status)),
+                    ("status_reason", Bind::Text(None)),
+                ];
+                if kind == OpKind::Upgrade {
+                    ch.push(("version", Bind::Text(kube_tag(state, op).await?)));
+                }
+                store.update_nodegroup(ng.id, &ch).await?;
+            }
+            let mut ch = Vec::new();
+            if cluster_done {
+                ch.push(("status", Bind::text(status::UPDATE_COMPLETE)));
+                ch.push(("status_reason", Bind::Text(None)));
+            }
+            if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
+                if let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) {
+                    ch.push(("cluster_template_id", Bind::text(t)));
+                }
+                if let Some(tag) = kube_tag(state, op).await? {
+                    ch.push(("coe_version", Bind::text(tag)));
+                }
+            }
+            store.update_cluster(s.cluster.id, &ch).await?;
+        }
+        _ => {} // started; the driver's status reconciler reports the end
+    }
+    store
+        .transition_operation(op.id, op_state::RUNNING, op_state::DONE, None)
+        .await?;
+    Ok(())
+}
+
+/// The `kube_tag` label of the template an upgrade moves to.
+async fn kube_tag(state: &AppState, op: &Operation) -> Result<Option<String>, sqlx::Error> {
+    let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    Ok(state
+        .store
+        .template_by_uuid(t)
+        .await?
+        .and_then(|t| t.labels)
+        .and_then(|l| {
+            l.get("kube_tag")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }))
+}
+
+/// Magnum's conductor on a driver failure: `*_FAILED` with the reason on the cluster and
+/// the nodegroup, and for a resize the previous count back.
+async fn fail(
+    state: &AppState,
+    op: &Operation,
+    s: Option<&Subject>,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    tracing::warn!(operation = op.id, kind = op.kind.as_str(), %reason, "operation failed");
+    let store = &state.store;
+    let (cluster_status, ng_status) = match op.kind {
+        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
+        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
+        _ => (status::UPDATE_FAILED, status::UPDATE_FAILED),
+    };
+    if op.kind == OpKind::Resize {
+        if let (Some(ng), Some(new), Some(old)) = (op.nodegroup_id, op.new_count, op.old_count) {
+            store.restore_count(ng, new, old).await?;
+        }
+    }
+    if let Some(s) = s {
+        let reason_bind = Bind::text(reason);
+        store
+            .update_cluster(
+                s.cluster.id,
+                &[
+                    ("status", Bind::text(cluster_status)),
+                    ("status_reason", reason_bind.clone()),
+                ],
+            )
+            .await?;
+        if let Some(ng) = &s.nodegroup {
+            store
+                .update_nodegroup(
+                    ng.id,
+                    &[
+                        ("status", Bind::text(ng_status)),
+                        ("status_reason", reason_bind),
+                    ],
+                )
+                .await?;
+        } else if op.kind == OpKind::CreateCluster {
+            for ng in store
+                .nodegroups_of_clusters(std::slice::from_ref(&s.cluster.uuid))
+                .await?
+            {
+                store
+                    .update_nodegroup(
+                        ng.id,
+                        &[
+                            ("status", Bind::text(ng_status)),
+                            ("status_reason", Bind::text(reason)),
+                        ],
+                    )
+                    .await?;
+            }
+        }
+    }
+    store
+        .transition_operation(op.id, op_state::RUNNING, op_state::FAILED, Some(reason))
+        .await?;
+    Ok(())
+}

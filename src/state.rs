@@ -1,0 +1,47 @@
+//! The application state handed to every handler: cheap to clone.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::drivers::DriverRegistry;
+use crate::operations::OperationsHandle;
+use crate::policy::Policy;
+use crate::store::Store;
+
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub policy: Policy,
+    pub drivers: DriverRegistry,
+    pub operations: OperationsHandle,
+}
+
+#[derive(Clone)]
+pub struct AppState(pub Arc<App>);
+
+impl Deref for AppState {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(
+        config: Config,
+        store: Store,
+        policy: Policy,
+        drivers: DriverRegistry,
+        operations: OperationsHandle,
+    ) -> Self {
+        AppState(Arc::new(App {
+            config,
+            store,
+            policy,
+            drivers,
+            operations,
+        }))
+    }
+}

@@ -1,0 +1,194 @@
+//! Persistence through sqlx on Magnum's own tables, for SQLite and MySQL/MariaDB from the same
+//! code paths (the `Any` driver; SQL written to run unchanged on both).
+//!
+//! Reads cast columns whose native types the `Any` driver cannot carry (BOOLEAN, DATETIME)
+//! into integers and strings; JSON columns are TEXT holding JSON, as in Magnum.
+
+pub mod clusters;
+mod columns;
+pub mod migrate;
+pub mod nodegroups;
+pub mod operations;
+mod page;
+pub mod templates;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::AnyPool;
+
+pub use columns::{is_cluster_column, is_nodegroup_column, is_template_column};
+pub use page::{Page, SortDir};
+
+/// Which SQL dialect is behind the pool; only DDL and a few statements depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Mysql,
+}
+
+/// The store: a pool and its dialect. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite://…` or `mysql://…`). A SQLite file is created when missing.
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        sqlx::any::install_default_drivers();
+        let dialect = if url.starts_with("sqlite:") {
+            Dialect::Sqlite
+        } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+            Dialect::Mysql
+        } else {
+            anyhow::bail!("unsupported database URL scheme (expected sqlite: or mysql:)");
+        };
+        let url = if dialect == Dialect::Sqlite {
+            sqlite_url_with_create(url)
+        } else {
+            url.replacen("mariadb:", "mysql:", 1)
+        };
+        let options = AnyConnectOptions::from_str(&url).context("invalid database URL")?;
+        let max = if dialect == Dialect::Sqlite { 4 } else { 16 };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if dialect == Dialect::Sqlite {
+                        // WAL lets readers run beside the writer; the busy timeout makes
+                        // concurrent writers wait for each other instead of failing.
+                        sqlx::query("PRAGMA journal_mode = WAL")
+                            .execute(&mut *conn)
+                            .await?;
+                        sqlx::query("PRAGMA busy_timeout = 30000")
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await
+            .context("cannot connect to the database")?;
+        Ok(Store { pool, dialect })
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Whether the database answers (for readiness).
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+/// Adds `mode=rwc` so a missing SQLite file is created on first start.
+fn sqlite_url_with_create(url: &str) -> String {
+    if url.contains("mode=") || url.contains(":memory:") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// Current time as Magnum stores it (UTC, `YYYY-MM-DD HH:MM:SS.ffffff`).
+pub fn now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%d %H:%M:%S%.6f")
+        .to_string()
+}
+
+/// A value bound into an `UPDATE … SET col = ?`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bind {
+    Text(Option<String>),
+    Int(Option<i64>),
+    Bool(Option<bool>),
+}
+
+impl Bind {
+    pub fn text(v: impl Into<String>) -> Self {
+        Bind::Text(Some(v.into()))
+    }
+
+    pub fn json<T: serde::Serialize>(v: &Option<T>) -> Self {
+        Bind::Text(v.as_ref().and_then(|v| serde_json::to_string(v).ok()))
+    }
+
+    /// A JSON dict column as Magnum's JSONEncodedDict writes it: `{}` for None.
+    pub fn json_map(v: &Option<serde_json::Map<String, serde_json::Value>>) -> Self {
+        Bind::Text(Some(
+            v.as_ref()
+                .and_then(|v| serde_json::to_string(v).ok())
+                .unwrap_or_else(|| "{}".into()),
+        ))
+    }
+
+    /// A JSON list column as Magnum's JSONEncodedList writes it: `[]` for None.
+    pub fn json_list(v: &Option<Vec<serde_json::Value>>) -> Self {
+        Bind::Text(Some(
+            v.as_ref()
+                .and_then(|v| serde_json::to_string(v).ok())
+                .unwrap_or_else(|| "[]".into()),
+        ))
+    }
+}
+
+pub(crate) fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    binds: &'q [Bind],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for b in binds {
+        q = match b {
+            Bind::Text(v) => q.bind(v.clone()),
+            Bind::Int(v) => q.bind(*v),
+            Bind::Bool(v) => q.bind(*v),
+        };
+    }
+    q
+}
+
+/// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE id = ?` on any executor.
+pub(crate) async fn update_columns<'e, E>(
+    exec: E,
+    table: &str,
+    id: i64,
+    changes: &[(&str, Bind)],
+) -> Result<u64, sqlx::Error>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    if changes.is_empty() {
+        return Ok(0);
+    }
+    let mut sql = format!("UPDATE {table} SET ");
+    let mut binds: Vec<Bind> = Vec::with_capacity(changes.len() + 2);
+    for (i, (col, b)) in changes.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(col);
+        sql.push_str(" = ?");
+        binds.push(b.clone());
+    }
+    if !changes.iter().any(|(c, _)| *c == "updated_at") {
+        sql.push_str(", updated_at = ?");
+        binds.push(Bind::text(now()));
+    }
+    sql.push_str(" WHERE id = ?");
+    binds.push(Bind::Int(Some(id)));
+    let q = bind_all(sqlx::query(&sql), &binds);
+    Ok(q.execute(exec).await?.rows_affected())
+}

@@ -1,0 +1,179 @@
+//! `nodegroup` rows.
+
+use sqlx::AnyConnection;
+
+use super::columns::{nodegroup_from_row, select_list, NODEGROUP_COLUMNS};
+use super::{bind_all, now, update_columns, Bind, Page, Store};
+use crate::model::NodeGroup;
+
+/// Filters for a nodegroup list or lookup within one cluster.
+#[derive(Clone, Debug, Default)]
+pub struct NodeGroupFilter {
+    /// Only this project's rows (non-admins).
+    pub project_id: Option<String>,
+    pub role: Option<String>,
+}
+
+impl NodeGroupFilter {
+    fn apply(&self, sql: &mut String, binds: &mut Vec<Bind>) {
+        if let Some(p) = &self.project_id {
+            sql.push_str(" AND t.project_id = ?");
+            binds.push(Bind::text(p));
+        }
+        if let Some(r) = &self.role {
+            sql.push_str(" AND t.role = ?");
+            binds.push(Bind::text(r));
+        }
+    }
+}
+
+fn nodegroup_binds(ng: &NodeGroup) -> Vec<Bind> {
+    vec![
+        Bind::text(&ng.uuid),
+        Bind::text(&ng.name),
+        Bind::text(&ng.cluster_id),
+        Bind::text(&ng.project_id),
+        Bind::Int(ng.docker_volume_size),
+        Bind::json_map(&ng.labels),
+        Bind::Text(ng.flavor_id.clone()),
+        Bind::Text(ng.image_id.clone()),
+        Bind::json_list(&ng.node_addresses),
+        Bind::Int(Some(ng.node_count)),
+        Bind::Int(ng.max_node_count),
+        Bind::Int(Some(ng.min_node_count)),
+        Bind::Text(ng.role.clone()),
+        Bind::Bool(ng.is_default),
+        Bind::Text(ng.stack_id.clone()),
+        Bind::Text(ng.status.clone()),
+        Bind::Text(ng.status_reason.clone()),
+        Bind::Text(ng.version.clone()),
+        Bind::json_map(&ng.node_labels),
+        Bind::json_list(&ng.node_taints),
+    ]
+}
+
+pub(crate) async fn insert_nodegroup_on(
+    conn: &mut AnyConnection,
+    ng: &NodeGroup,
+    created_at: &str,
+) -> Result<(), sqlx::Error> {
+    let cols: Vec<&str> = NODEGROUP_COLUMNS
+        .iter()
+        .map(|(c, _)| *c)
+        .filter(|c| *c != "id" && *c != "updated_at")
+        .collect();
+    let sql = format!(
+        "INSERT INTO nodegroup ({}) VALUES ({})",
+        cols.join(", "),
+        vec!["?"; cols.len()].join(", ")
+    );
+    let mut binds = nodegroup_binds(ng);
+    binds.push(Bind::text(created_at));
+    bind_all(sqlx::query(&sql), &binds).execute(conn).await?;
+    Ok(())
+}
+
+impl Store {
+    /// All nodegroups of the given clusters, ordered by id (for the computed counts).
+    pub async fn nodegroups_of_clusters(
+        &self,
+        cluster_uuids: &[String],
+    ) -> Result<Vec<NodeGroup>, sqlx::Error> {
+        if cluster_uuids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {} FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
+            select_list(NODEGROUP_COLUMNS, "t."),
+            vec!["?"; cluster_uuids.len()].join(", ")
+        );
+        let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
+        let rows = bind_all(sqlx::query(&sql), &binds)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(nodegroup_from_row).collect()
+    }
+
+    pub async fn list_nodegroups(
+        &self,
+        cluster_uuid: &str,
+        filter: &NodeGroupFilter,
+        page: &Page,
+    ) -> Result<Vec<NodeGroup>, sqlx::Error> {
+        let mut binds = vec![Bind::text(cluster_uuid)];
+        let mut sql = format!(
+            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ?",
+            select_list(NODEGROUP_COLUMNS, "t.")
+        );
+        filter.apply(&mut sql, &mut binds);
+        page.apply("nodegroup", &mut sql, &mut binds);
+        let rows = bind_all(sqlx::query(&sql), &binds)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(nodegroup_from_row).collect()
+    }
+
+    /// One nodegroup of a cluster whose `column` (`id`, `uuid` or `name`) equals `value`.
+    pub async fn find_nodegroup(
+        &self,
+        cluster_uuid: &str,
+        filter: &NodeGroupFilter,
+        column: &str,
+        value: Bind,
+    ) -> Result<Option<NodeGroup>, sqlx::Error> {
+        let mut binds = vec![Bind::text(cluster_uuid), value];
+        let mut sql = format!(
+            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ? AND t.{column} = ?",
+            select_list(NODEGROUP_COLUMNS, "t.")
+        );
+        filter.apply(&mut sql, &mut binds);
+        sql.push_str(" ORDER BY t.id LIMIT 1");
+        let row = bind_all(sqlx::query(&sql), &binds)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(nodegroup_from_row).transpose()
+    }
+
+    pub async fn nodegroup_by_id(&self, id: i64) -> Result<Option<NodeGroup>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {} FROM nodegroup t WHERE t.id = ?",
+            select_list(NODEGROUP_COLUMNS, "t.")
+        );
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(nodegroup_from_row).transpose()
+    }
+
+    pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
+        let mut conn = self.pool().acquire().await?;
+        insert_nodegroup_on(&mut conn, ng, &now()).await?;
+        drop(conn);
+        self.find_nodegroup(
+            &ng.cluster_id,
+            &NodeGroupFilter::default(),
+            "uuid",
+            Bind::text(&ng.uuid),
+        )
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)
+    }
+
+    pub async fn update_nodegroup(
+        &self,
+        id: i64,
+        changes: &[(&str, Bind)],
+    ) -> Result<(), sqlx::Error> {
+        update_columns(self.pool(), "nodegroup", id, changes).await?;
+        Ok(())
+    }
+
+    pub async fn delete_nodegroup(&self, id: i64) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM nodegroup WHERE id = ?")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

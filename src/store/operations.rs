@@ -1,0 +1,370 @@
+//! `magnum_rs_operation`: durable records of accepted operations, written in the same
+//! transaction as the state change they belong to, and handed to the driver by the
+//! operations worker. Also the transactional [`Batch`] those writes go through.
+
+use serde_json::Value;
+use sqlx::Row;
+
+use super::nodegroups::insert_nodegroup_on;
+use super::{bind_all, now, update_columns, Bind, Store};
+use crate::model::NodeGroup;
+
+/// What an operation asks the driver to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    CreateCluster,
+    DeleteCluster,
+    Resize,
+    Upgrade,
+    CreateNodeGroup,
+    UpdateNodeGroup,
+    DeleteNodeGroup,
+}
+
+impl OpKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::CreateCluster => "create_cluster",
+            OpKind::DeleteCluster => "delete_cluster",
+            OpKind::Resize => "resize",
+            OpKind::Upgrade => "upgrade",
+            OpKind::CreateNodeGroup => "create_nodegroup",
+            OpKind::UpdateNodeGroup => "update_nodegroup",
+            OpKind::DeleteNodeGroup => "delete_nodegroup",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OpKind> {
+        Some(match s {
+            "create_cluster" => OpKind::CreateCluster,
+            "delete_cluster" => OpKind::DeleteCluster,
+            "resize" => OpKind::Resize,
+            "upgrade" => OpKind::Upgrade,
+            "create_nodegroup" => OpKind::CreateNodeGroup,
+            "update_nodegroup" => OpKind::UpdateNodeGroup,
+            "delete_nodegroup" => OpKind::DeleteNodeGroup,
+            _ => return None,
+        })
+    }
+}
+
+pub mod op_state {
+    pub const PENDING: &str = "pending";
+    pub const RUNNING: &str = "running";
+    pub const DONE: &str = "done";
+    pub const FAILED: &str = "failed";
+    /// A later operation on the same nodegroup replaced this one before it ran.
+    pub const SUPERSEDED: &str = "superseded";
+}
+
+/// An operation to record.
+#[derive(Clone, Debug)]
+pub struct NewOperation {
+    pub kind: OpKind,
+    pub cluster_uuid: String,
+    pub nodegroup_id: Option<i64>,
+    pub old_count: Option<i64>,
+    pub new_count: Option<i64>,
+    pub payload: Value,
+}
+
+/// A recorded operation.
+#[derive(Clone, Debug)]
+pub struct Operation {
+    pub id: i64,
+    pub kind: OpKind,
+    pub cluster_uuid: String,
+    pub nodegroup_id: Option<i64>,
+    pub old_count: Option<i64>,
+    pub new_count: Option<i64>,
+    pub payload: Value,
+    pub state: String,
+    pub attempts: i64,
+}
+
+/// Writes that must land together, with at most one operation record.
+#[derive(Debug, Default)]
+pub struct Batch {
+    steps: Vec<Step>,
+}
+
+#[derive(Debug)]
+enum Step {
+    Update {
+        table: &'static str,
+        id: i64,
+        changes: Vec<(&'static str, Bind)>,
+    },
+    InsertNodeGroup(Box<NodeGroup>),
+    /// Records an operation; a `None` nodegroup id refers to the nodegroup inserted by
+    /// the batch.
+    Operation(NewOperation),
+}
+
+impl Batch {
+    pub fn update(
+        mut self,
+        table: &'static str,
+        id: i64,
+        changes: Vec<(&'static str, Bind)>,
+    ) -> Self {
+        self.steps.push(Step::Update { table, id, changes });
+        self
+    }
+
+    pub fn insert_nodegroup(mut self, ng: NodeGroup) -> Self {
+        self.steps.push(Step::InsertNodeGroup(Box::new(ng)));
+        self
+    }
+
+    pub fn operation(mut self, op: NewOperation) -> Self {
+        self.steps.push(Step::Operation(op));
+        self
+    }
+}
+
+const OP_INSERT: &str = "INSERT INTO magnum_rs_operation \
+    (kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, created_at) \
+    VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)";
+
+pub(crate) async fn insert_operation(
+    conn: &mut sqlx::AnyConnection,
+    op: &NewOperation,
+) -> Result<(), sqlx::Error> {
+    let binds = vec![
+        Bind::text(op.kind.as_str()),
+        Bind::text(&op.cluster_uuid),
+        Bind::Int(op.nodegroup_id),
+        Bind::Int(op.old_count),
+        Bind::Int(op.new_count),
+        Bind::Text(Some(op.payload.to_string())),
+        Bind::text(op_state::PENDING),
+        Bind::text(now()),
+    ];
+    bind_all(sqlx::query(OP_INSERT), &binds)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error> {
+    let kind: String = row.try_get("kind")?;
+    let payload: Option<String> = row.try_get("payload")?;
+    Ok(Operation {
+        id: row.try_get("id")?,
+        kind: OpKind::parse(&kind)
+            .ok_or_else(|| sqlx::Error::Decode(format!("unknown operation kind {kind}").into()))?,
+        cluster_uuid: row.try_get("cluster_uuid")?,
+        nodegroup_id: row.try_get("nodegroup_id")?,
+        old_count: row.try_get("old_count")?,
+        new_count: row.try_get("new_count")?,
+        payload: payload
+            .and_then(|p| serde_json::from_str(&p).ok())
+            .unwrap_or(Value::Null),
+        state: row.try_get("state")?,
+        attempts: row.try_get("attempts")?,
+    })
+}
+
+const OP_COLUMNS: &str =
+    "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts";
+
+impl Store {
+    /// Runs a batch in one transaction.
+    pub async fn commit(&self, batch: Batch) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool().begin().await?;
+        let created = now();
+        let mut inserted_ng: Option<i64> = None;
+        for step in batch.steps {
+            match step {
+                Step::Update { table, id, changes } => {
+                    update_columns(&mut *tx, table, id, &changes).await?;
+                }
+                Step::InsertNodeGroup(ng) => {
+                    insert_nodegroup_on(&mut tx, &ng, &created).await?;
+                    let id: i64 = sqlx::query_scalar("SELECT id FROM nodegroup WHERE uuid = ?")
+                        .bind(ng.uuid.clone())
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    inserted_ng = Some(id);
+                }
+                Step::Operation(mut op) => {
+                    if op.nodegroup_id.is_none() {
+                        op.nodegroup_id = inserted_ng;
+                    }
+                    insert_operation(&mut tx, &op).await?;
+                }
+            }
+        }
+        tx.commit().await
+    }
+
+    /// Accepts a resize: in one transaction, locks the nodegroup row, reads its count, sets
+    /// the new count and `UPDATE_IN_PROGRESS` on nodegroup and cluster, and records the
+    /// operation. Returns the previous count. Concurrent resizes of one nodegroup serialize on
+    /// the row lock, so operation ids follow the order in which counts were written.
+    pub async fn accept_resize(
+        &self,
+        cluster_id: i64,
+        nodegroup_id: i64,
+        new_count: i64,
+        mut op: NewOperation,
+    ) -> Result<i64, sqlx::Error> {
+        let mut tx = self.pool().begin().await?;
+        // Take the write lock first (InnoDB row lock; SQLite's database write lock), so that
+        // the read below cannot be overtaken.
+        sqlx::query("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
+            .bind(nodegroup_id)
+            .execute(&mut *tx)
+            .await?;
+        let old: Option<i64> = sqlx::query_scalar("SELECT node_count FROM nodegroup WHERE id = ?")
+            .bind(nodegroup_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let old = old.unwrap_or(1);
+        update_columns(
+            &mut *tx,
+            "nodegroup",
+            nodegroup_id,
+            &[
+                ("node_count", Bind::Int(Some(new_count))),
+                (
+                    "status",
+                    Bind::text(crate::model::status::UPDATE_IN_PROGRESS),
+                ),
+            ],
+        )
+        .await?;
+        update_columns(
+            &mut *tx,
+            "cluster",
+            cluster_id,
+            &[(
+                "status",
+                Bind::text(crate::model::status::UPDATE_IN_PROGRESS),
+            )],
+        )
+        .await?;
+        op.old_count = Some(old);
+        op.nodegroup_id = Some(nodegroup_id);
+        op.new_count = Some(new_count);
+        insert_operation(&mut tx, &op).await?;
+        tx.commit().await?;
+        Ok(old)
+    }
+
+    /// Pending operations, oldest first.
+    pub async fn pending_operations(&self, limit: i64) -> Result<Vec<Operation>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? ORDER BY id LIMIT ?"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(op_state::PENDING)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(operation_from_row).collect()
+    }
+
+    pub async fn operations_of_cluster(
+        &self,
+        cluster_uuid: &str,
+    ) -> Result<Vec<Operation>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE cluster_uuid = ? ORDER BY id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(cluster_uuid.to_string())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(operation_from_row).collect()
+    }
+
+    /// Moves an operation from `from` to `to`; false when another worker moved it first.
+    pub async fn transition_operation(
+        &self,
+        id: i64,
+        from: &str,
+        to: &str,
+        error: Option<&str>,
+    ) -> Result<bool, sqlx::Error> {
+        let r = sqlx::query(
+            "UPDATE magnum_rs_operation SET state = ?, last_error = ?, attempts = attempts + ?, \
+             updated_at = ? WHERE id = ? AND state = ?",
+        )
+        .bind(to.to_string())
+        .bind(error.map(str::to_string))
+        .bind(i64::from(to == op_state::RUNNING))
+        .bind(now())
+        .bind(id)
+        .bind(from.to_string())
+        .execute(self.pool())
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// Marks earlier pending resizes of a nodegroup superseded by operation `latest`.
+    pub async fn supersede_resizes(
+        &self,
+        nodegroup_id: i64,
+        latest: i64,
+    ) -> Result<u64, sqlx::Error> {
+        let r = sqlx::query(
+            "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
+             WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
+        )
+        .bind(op_state::SUPERSEDED)
+        .bind(now())
+        .bind(nodegroup_id)
+        .bind(op_state::PENDING)
+        .bind(latest)
+        .execute(self.pool())
+        .await?;
+        Ok(r.rows_affected())
+    }
+
+    /// The newest pending resize of a nodegroup, if any.
+    pub async fn latest_pending_resize(
+        &self,
+        nodegroup_id: i64,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT MAX(id) FROM magnum_rs_operation WHERE nodegroup_id = ? AND kind = 'resize' AND state = ?",
+        )
+        .bind(nodegroup_id)
+        .bind(op_state::PENDING)
+        .fetch_one(self.pool())
+        .await
+    }
+
+    /// After a restart: operations a dead worker had claimed run again (drivers apply
+    /// desired state, so running one twice has the effect of running it once).
+    pub async fn requeue_running(&self) -> Result<u64, sqlx::Error> {
+        let r = sqlx::query("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
+            .bind(op_state::PENDING)
+            .bind(op_state::RUNNING)
+            .execute(self.pool())
+            .await?;
+        Ok(r.rows_affected())
+    }
+
+    /// Restores a nodegroup's count after a failed resize, unless a later resize has already
+    /// written another count.
+    pub async fn restore_count(
+        &self,
+        nodegroup_id: i64,
+        failed_count: i64,
+        old_count: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let r = sqlx::query(
+            "UPDATE nodegroup SET node_count = ?, updated_at = ? WHERE id = ? AND node_count = ?",
+        )
+        .bind(old_count)
+        .bind(now())
+        .bind(nodegroup_id)
+        .bind(failed_count)
+        .execute(self.pool())
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+}
