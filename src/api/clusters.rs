@@ -25,7 +25,13 @@ use crate::store::{is_cluster_column, Bind};
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/clusters", get(list_clusters).post(create_cluster))
+        .route(
+            "/v1/clusters",
+            get(list_clusters)
+                .post(create_cluster)
+                .delete(missing_ident)
+                .patch(missing_ident),
+        )
         .route("/v1/clusters/detail", get(list_clusters_detail))
         .route(
             "/v1/clusters/{ident}",
@@ -305,6 +311,11 @@ async fn list_clusters_detail(
     let args = PageArgs::from_query(&q)?;
     enforce(&state, &ctx, "cluster:detail")?;
     collection(&state, &ctx, version, &headers, &args, true).await
+}
+
+/// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn missing_ident() -> ApiError {
+    ApiError::MissingArgument("cluster_ident".into())
 }
 
 /// `GET /v1/clusters/{x}/detail`: Magnum raises `HTTPNotFound` without arguments.

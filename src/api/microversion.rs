@@ -185,7 +185,15 @@ pub async fn negotiate_layer(mut req: Request, next: Next) -> Response {
                 axum::Json(serde_json::json!({"errors": [body]})),
             )
                 .into_response();
-            range_headers(resp.headers_mut());
+            // Magnum sets the range headers before the check, and echoes the requested
+            // version.
+            let h = resp.headers_mut();
+            range_headers(h);
+            set(h, HEADER, format!("{SERVICE} {requested}"));
+            h.insert(
+                axum::http::header::VARY,
+                HeaderValue::from_static("OpenStack-API-Version"),
+            );
             return resp;
         }
     };

@@ -27,7 +27,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/v1/clusters/{cluster}/nodegroups",
-            get(list_nodegroups).post(create_nodegroup),
+            get(list_nodegroups)
+                .post(create_nodegroup)
+                .delete(missing_nodegroup_ident)
+                .patch(missing_nodegroup_ident),
         )
         .route(
             "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
@@ -185,6 +188,12 @@ fn render_summary(ng: &NodeGroup) -> Value {
     doc.insert("max_node_count".into(), Value::Null);
     doc.insert("merge_labels".into(), Value::Bool(false));
     Value::Object(doc)
+}
+
+/// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn missing_nodegroup_ident(Extension(version): Extension<Version>) -> ApiResult<()> {
+    version.require(MIN_VERSION, "delete")?;
+    Err(ApiError::MissingArgument("nodegroup_id".into()))
 }
 
 fn project_filter(ctx: &RequestContext) -> Option<String> {
