@@ -64,7 +64,16 @@ impl FromRequestParts<AppState> for RequestContext {
         // identity headers are trusted (noauth).
         let mut ctx = match parts.extensions.get::<RequestContext>() {
             Some(ctx) => ctx.clone(),
-            None => context_from_headers(&parts.headers),
+            None => {
+                let mut ctx = context_from_headers(&parts.headers);
+                if ctx.project_id.is_none() && ctx.user_id.is_none() && ctx.roles.is_empty() {
+                    let d = &state.config.noauth;
+                    ctx.project_id = Some(d.project_id.clone());
+                    ctx.user_id = Some(d.user_id.clone());
+                    ctx.roles = d.roles.clone();
+                }
+                ctx
+            }
         };
         ctx.is_admin = state.policy.is_admin(&ctx.credentials());
         Ok(ctx)

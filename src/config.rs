@@ -35,6 +35,27 @@ pub struct Config {
     pub api: ApiConfig,
     pub quotas: QuotaConfig,
     pub drivers: DriversConfig,
+    pub noauth: NoauthConfig,
+}
+
+/// The identity a noauth request has when it carries no identity headers (a client such
+/// as `openstack --os-auth-type none` sends none).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NoauthConfig {
+    pub project_id: String,
+    pub user_id: String,
+    pub roles: Vec<String>,
+}
+
+impl Default for NoauthConfig {
+    fn default() -> Self {
+        NoauthConfig {
+            project_id: "noauth-project".into(),
+            user_id: "noauth-user".into(),
+            roles: vec!["reader".into(), "member".into()],
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -59,6 +80,10 @@ pub struct DriversConfig {
     pub base: BaseDriverConfig,
     /// Driver names not to load (`[drivers] disabled_drivers`).
     pub disabled: Vec<String>,
+    /// `[drivers] default_driver`: the driver a template gets when it names none and its
+    /// (server_type, cluster_distro, coe) matches no driver (Magnum takes the distro from
+    /// Glance; magnum-rs has no Glance, so a template created by the CLI has none).
+    pub default_driver: Option<String>,
     /// Record-only drivers also append each call to this file (JSON lines), for tests and
     /// for seeing what a driver was asked to do without a backend.
     pub journal: Option<PathBuf>,
@@ -82,6 +107,7 @@ impl Default for Config {
             api: ApiConfig::default(),
             quotas: QuotaConfig::default(),
             drivers: DriversConfig::default(),
+            noauth: NoauthConfig::default(),
         }
     }
 }
@@ -106,6 +132,7 @@ impl Default for DriversConfig {
             cluster_api: ClusterApiConfig::default(),
             base: BaseDriverConfig::default(),
             disabled: Vec::new(),
+            default_driver: Some("cluster-api".into()),
             journal: None,
         }
     }

@@ -352,7 +352,9 @@ async fn create_template(
     template_from_body(&b, &mut t)?;
     validate_drivers(&t)?;
     // enforce_driver_supported: the named driver, else the one providing the triple.
-    let driver = state.drivers.for_template(&t)?;
+    let driver = state
+        .drivers
+        .for_new_template(&t, state.config.drivers.default_driver.as_deref())?;
     t.driver = Some(
         t.driver
             .clone()

@@ -465,7 +465,9 @@ async fn create_cluster(
         }
         other => other?,
     };
-    let driver = state.drivers.for_triple(&template)?;
+    // Magnum resolves by triple only here; magnum-rs uses the template's driver (named, or
+    // by triple), because without Glance a template may have no distro.
+    let driver = state.drivers.for_template(&template)?;
     if template.docker_storage_driver.as_deref() == Some("devicemapper") {
         if let Some(size) = docker_volume_size.or(template.docker_volume_size) {
             if size < 3 {

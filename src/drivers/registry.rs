@@ -91,6 +91,25 @@ impl DriverRegistry {
             })
     }
 
+    /// The driver a new template gets (`enforce_driver_supported`): the named one, else the
+    /// one providing its triple, else the configured default.
+    pub fn for_new_template(
+        &self,
+        t: &ClusterTemplate,
+        default_driver: Option<&str>,
+    ) -> Result<Arc<dyn Driver>, ApiError> {
+        if t.driver.as_deref().is_some_and(|d| !d.is_empty()) {
+            return self.for_template(t);
+        }
+        match (self.for_triple(t), default_driver) {
+            (Ok(d), _) => Ok(d),
+            (Err(_), Some(name)) if t.cluster_distro.is_none() => self
+                .by_name(name)
+                .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),
+            (Err(e), _) => Err(e),
+        }
+    }
+
     /// `Driver.get_driver_for_cluster`: the template's `driver` name if set, else the triple.
     pub fn for_template(&self, t: &ClusterTemplate) -> Result<Arc<dyn Driver>, ApiError> {
         match t.driver.as_deref().filter(|d| !d.is_empty()) {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod server;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
@@ -33,7 +35,9 @@ pub async fn fresh_database() -> TestDb {
     match std::env::var("MAGNUM_RS_TEST_MYSQL_URL") {
         Ok(base) if !base.is_empty() => {
             let name = format!("mrs_{}", uuid::Uuid::new_v4().simple());
-            let admin = Store::connect(&format!("{base}/mysql")).await.expect("connect to MariaDB");
+            let admin = Store::connect(&format!("{base}/mysql"))
+                .await
+                .expect("connect to MariaDB");
             sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
                 .execute(admin.pool())
                 .await
@@ -112,7 +116,9 @@ pub struct Reply {
 impl Reply {
     /// The `detail` of the first error.
     pub fn detail(&self) -> &str {
-        self.body["errors"][0]["detail"].as_str().unwrap_or_default()
+        self.body["errors"][0]["detail"]
+            .as_str()
+            .unwrap_or_default()
     }
 }
 
@@ -127,14 +133,27 @@ pub async fn spawn_app_with(mut config: Config, registry: Option<DriverRegistry>
     let store = Store::connect(&db.url).await.expect("connect");
     store.migrate().await.expect("migrate");
     let drivers = registry.unwrap_or_else(|| magnum_rs::build_registry(&config));
-    let state = AppState::new(config, store, Policy::magnum_defaults(), drivers, OperationsHandle::default());
+    let state = AppState::new(
+        config,
+        store,
+        Policy::magnum_defaults(),
+        drivers,
+        OperationsHandle::default(),
+    );
     let router = magnum_rs::app(state.clone());
     TestApp { state, router, db }
 }
 
 impl TestApp {
     /// Sends one request; `version` is the `OpenStack-API-Version` header value, if any.
-    pub async fn send(&self, method: Method, path: &str, who: &As, version: Option<&str>, body: Option<&str>) -> Reply {
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        who: &As,
+        version: Option<&str>,
+        body: Option<&str>,
+    ) -> Reply {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
@@ -162,9 +181,14 @@ impl TestApp {
         let body = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
         };
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str, who: &As) -> Reply {
@@ -172,20 +196,37 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, who: &As, body: Value) -> Reply {
-        self.send(Method::POST, path, who, Some(LATEST), Some(&body.to_string())).await
+        self.send(
+            Method::POST,
+            path,
+            who,
+            Some(LATEST),
+            Some(&body.to_string()),
+        )
+        .await
     }
 
     pub async fn patch(&self, path: &str, who: &As, body: Value) -> Reply {
-        self.send(Method::PATCH, path, who, Some(LATEST), Some(&body.to_string())).await
+        self.send(
+            Method::PATCH,
+            path,
+            who,
+            Some(LATEST),
+            Some(&body.to_string()),
+        )
+        .await
     }
 
     pub async fn delete(&self, path: &str, who: &As) -> Reply {
-        self.send(Method::DELETE, path, who, Some(LATEST), None).await
+        self.send(Method::DELETE, path, who, Some(LATEST), None)
+            .await
     }
 
     /// Runs the operations worker until nothing is pending (Magnum's conductor, in-line).
     pub async fn run_operations(&self) -> usize {
-        magnum_rs::operations::run_pending(&self.state).await.expect("operations")
+        magnum_rs::operations::run_pending(&self.state)
+            .await
+            .expect("operations")
     }
 
     /// A template through the API (`cluster_distro` picks the driver: `ubuntu` → ClusterAPI,
@@ -207,7 +248,14 @@ impl TestApp {
     }
 
     /// A cluster through the API, created to completion by the worker.
-    pub async fn cluster(&self, name: &str, template: &str, masters: i64, workers: i64, who: &As) -> String {
+    pub async fn cluster(
+        &self,
+        name: &str,
+        template: &str,
+        masters: i64,
+        workers: i64,
+        who: &As,
+    ) -> String {
         let r = self
             .post(
                 "/v1/clusters",
@@ -229,13 +277,24 @@ impl TestApp {
         self.template("capi-other", "ubuntu", &As::other()).await;
         let k8s = self.cluster("k8s", "capi", 1, 2, &As::member()).await;
         let legacy = self.cluster("legacy", "heat", 1, 1, &As::member()).await;
-        let foreign = self.cluster("foreign", "capi-other", 1, 1, &As::other()).await;
-        Fixture { k8s, legacy, foreign }
+        let foreign = self
+            .cluster("foreign", "capi-other", 1, 1, &As::other())
+            .await;
+        Fixture {
+            k8s,
+            legacy,
+            foreign,
+        }
     }
 
     /// A nodegroup of a cluster as the API shows it.
     pub async fn nodegroup(&self, cluster: &str, ng: &str) -> Value {
-        let r = self.get(&format!("/v1/clusters/{cluster}/nodegroups/{ng}"), &As::member()).await;
+        let r = self
+            .get(
+                &format!("/v1/clusters/{cluster}/nodegroups/{ng}"),
+                &As::member(),
+            )
+            .await;
         assert_eq!(r.status, StatusCode::OK, "nodegroup show: {}", r.body);
         r.body
     }

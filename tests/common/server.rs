@@ -1,0 +1,96 @@
+//! The real `magnum-rs` binary on a free loopback port, for end-to-end tests.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    pub port: u16,
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Server {
+    /// Starts `magnum-rs serve` with the given database and extra arguments, and waits until
+    /// `GET /` answers (bounded).
+    pub fn start(database_url: &str, dir: &Path, extra: &[&str]) -> Server {
+        let port = free_port();
+        let log = dir.join(format!("magnum-rs-{port}.log"));
+        let out = std::fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_magnum-rs"));
+        cmd.arg("--database-url")
+            .arg(database_url)
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
+            .arg("serve")
+            .current_dir(dir)
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err));
+        let child = cmd.spawn().expect("spawn magnum-rs");
+        let mut server = Server { port, child, log };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("magnum-rs exited with {status}: {}", self.log_text());
+            }
+            if http_get(self.port, "/").is_some_and(|(code, _)| code == 200) {
+                return;
+            }
+            std::thread::yield_now();
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+        panic!("magnum-rs did not become ready: {}", self.log_text());
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bare HTTP/1.1 GET (status code and body), `None` when nothing answers.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
+         OpenStack-API-Version: container-infra latest\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
+}
