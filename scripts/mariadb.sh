@@ -4,6 +4,7 @@
 #   scripts/mariadb.sh start   install (apt) if needed, init datadir, start, create user magnum
 #   scripts/mariadb.sh stop    stop the server started by `start` (by pid)
 #   scripts/mariadb.sh url     print mysql://magnum:magnum@127.0.0.1:PORT (no database)
+#   scripts/mariadb.sh drop-test-databases   drop the mrs_* databases tests leave behind
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), MARIADB_DATADIR
 #      (default $MAGNUM_RS_CACHE/mariadb), MARIADB_PORT (default 13306).
@@ -34,7 +35,13 @@ install_server() {
 }
 
 # Root connects over the private socket (unix_socket auth, installed by install-db).
-sql() { mariadb --no-defaults --protocol=socket -S "$SOCK" -uroot; }
+sql() { mariadb --no-defaults --protocol=socket -S "$SOCK" -uroot "$@"; }
+
+drop_test_databases() {
+  local db
+  sql -N -e "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'mrs\\_%'" \
+    | while read -r db; do printf 'DROP DATABASE `%s`;\n' "$db"; done | sql
+}
 
 start() {
   if [[ -n "$(running_pid)" ]]; then return 0; fi   # already up: no-op
@@ -89,5 +96,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   url) echo "mysql://magnum:magnum@127.0.0.1:$PORT" ;;
-  *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
+  drop-test-databases) drop_test_databases ;;
+  *) echo "usage: $0 start|stop|url|drop-test-databases" >&2; exit 2 ;;
 esac

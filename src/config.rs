@@ -203,3 +203,18 @@ mod tests {
         assert!(c.effective_auth().is_err());
     }
 }
+
+#[cfg(test)]
+mod sample_tests {
+    use super::*;
+
+    /// The documented sample must stay true: it parses and equals the built-in defaults.
+    #[test]
+    fn sample_configuration_equals_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/magnum-rs.toml");
+        let sample = Config::from_file(&path).expect("sample parses");
+        let a = toml::to_string(&sample).expect("serialize");
+        let b = toml::to_string(&Config::default()).expect("serialize");
+        assert_eq!(a, b);
+    }
+}

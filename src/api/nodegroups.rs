@@ -422,10 +422,9 @@ fn validate(
                 ),
             ));
         }
-        if !t
-            .get("key")
+        if t.get("key")
             .and_then(Value::as_str)
-            .is_some_and(|k| !k.is_empty())
+            .is_none_or(str::is_empty)
         {
             return Err(invalid(
                 "node_taints",

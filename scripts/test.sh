@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this script):
+#   1. cargo fmt --check and cargo clippy -D warnings;
+#   2. starts the real components the tests use (nothing is mocked in integration tests):
+#      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}, the real
+#      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI), and the
+#      real Magnum 23 API (PyPI) on a database made by Magnum's own migrations;
+#   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
+# Heavy things (virtualenvs, MariaDB's datadir) are cached in ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}.
+# Exits non-zero when anything fails.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$HERE")"
+cd "$ROOT"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "MariaDB"
+"$HERE/mariadb.sh" start
+MYSQL_BASE="$("$HERE/mariadb.sh" url)"
+
+step "openstack CLI"
+MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
+export MAGNUM_RS_OPENSTACK
+
+step "real Magnum 23 API on a database made by Magnum's migrations"
+REF_DB=magnum_rs_reference
+"$HERE/magnum-db.sh" create "$REF_DB" >&2
+"$HERE/magnum-db.sh" seed "$REF_DB" >&2
+REF_PORT="${MAGNUM_REF_PORT:-19611}"
+"$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
+MAGNUM_RS_TEST_MAGNUM_API="$("$HERE/magnum-api.sh" start "$REF_DB" "$REF_PORT")"
+trap '"$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true' EXIT
+export MAGNUM_RS_TEST_MAGNUM_API
+export MAGNUM_RS_TEST_MAGNUM_DB="$MYSQL_BASE/$REF_DB"
+
+step "dropping test databases left by earlier runs"
+"$HERE/mariadb.sh" drop-test-databases
+
+step "cargo test (SQLite)"
+cargo test --all-targets
+
+step "cargo test (MariaDB)"
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo test --all-targets
+
+step "all tests passed on SQLite and MariaDB"
