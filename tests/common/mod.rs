@@ -27,7 +27,7 @@ pub const LATEST: &str = "container-infra latest";
 /// One test's database.
 pub struct TestDb {
     pub url: String,
-    _dir: Option<tempfile::TempDir>,
+    pub _dir: Option<tempfile::TempDir>,
 }
 
 /// A fresh, empty database of the kind the environment asks for.
