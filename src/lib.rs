@@ -55,6 +55,27 @@ pub fn build_registry(config: &Config) -> DriverRegistry {
     registry
 }
 
+/// The driver registry, with the ClusterAPI driver on its management clusters when any are
+/// configured (record-only otherwise).
+pub async fn build_drivers(config: &Config) -> anyhow::Result<DriverRegistry> {
+    let mut registry = DriverRegistry::default();
+    let d = &config.drivers;
+    if !d.disabled.contains(&d.base.name) {
+        let base = RecordOnlyDriver::new(
+            &d.base.name,
+            d.base.provides.clone(),
+            Box::new(BaseCapabilities),
+        )
+        .with_journal(d.journal.clone());
+        registry.register(Arc::new(base), &[]);
+    }
+    if !d.disabled.contains(&d.cluster_api.name) {
+        let capi = cluster_api::build(&d.cluster_api, d.journal.clone()).await?;
+        registry.register(capi, &d.cluster_api.aliases);
+    }
+    Ok(registry)
+}
+
 /// Connects, migrates (when configured) and assembles the state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let store = Store::connect(&config.database_url).await?;
@@ -65,7 +86,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         Some(path) => Policy::with_overrides_file(path)?,
         None => Policy::magnum_defaults(),
     };
-    let drivers = build_registry(&config);
+    let drivers = build_drivers(&config).await?;
     Ok(AppState::new(
         config,
         store,
@@ -90,6 +111,9 @@ pub async fn serve(
             stop_rx,
         ))
     });
+    let watchers = run_worker
+        .then(|| operations::start_watchers(&state))
+        .unwrap_or_default();
     let app = app(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -99,6 +123,9 @@ pub async fn serve(
         .await?;
     if let Some(w) = worker {
         let _ = w.await;
+    }
+    for w in watchers {
+        w.abort();
     }
     Ok(())
 }

@@ -13,8 +13,10 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
 
-use crate::drivers::{Driver, DriverError, Progress, ResizeRequest};
-use crate::model::{status, Cluster, ClusterTemplate, NodeGroup};
+use crate::drivers::{
+    Driver, DriverError, NodeGroupRef, Observed, Progress, ResizeRequest, StatusReport,
+};
+use crate::model::{status, Cluster, ClusterTemplate, NodeGroup, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{op_state, OpKind, Operation};
 use crate::store::Bind;
@@ -91,6 +93,9 @@ struct Subject {
     template: ClusterTemplate,
     driver: Arc<dyn Driver>,
     nodegroup: Option<NodeGroup>,
+    /// For an upgrade, the template to move to (Magnum's driver `upgrade_cluster` gets the
+    /// new template; the driver itself is the one of the current template).
+    upgrade_to: Option<ClusterTemplate>,
 }
 
 async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String>, sqlx::Error> {
@@ -121,11 +126,19 @@ async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String
         },
         None => None,
     };
+    let upgrade_to = match op.kind {
+        OpKind::Upgrade => match op.payload.get("cluster_template").and_then(Value::as_str) {
+            Some(t) => state.store.template_by_uuid(t).await?,
+            None => None,
+        },
+        _ => None,
+    };
     Ok(Ok(Subject {
         cluster,
         template,
         driver,
         nodegroup,
+        upgrade_to,
     }))
 }
 
@@ -142,6 +155,29 @@ async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
                 state
                     .store
                     .transition_operation(op.id, op_state::RUNNING, op_state::SUPERSEDED, None)
+                    .await?;
+                return Ok(());
+            }
+        }
+    }
+    if op.kind == OpKind::DeleteNodeGroup {
+        if let Some(ng) = op.nodegroup_id {
+            if state.store.nodegroup_by_id(ng).await?.is_none() {
+                // Already deleted (a repeated DELETE): nothing is left to do.
+                if !others_open(state, &op).await? {
+                    if let Some(c) = state.store.cluster_by_uuid(&op.cluster_uuid).await? {
+                        state
+                            .store
+                            .update_cluster(
+                                c.id,
+                                &[("status", Bind::text(status::UPDATE_COMPLETE))],
+                            )
+                            .await?;
+                    }
+                }
+                state
+                    .store
+                    .transition_operation(op.id, op_state::RUNNING, op_state::DONE, None)
                     .await?;
                 return Ok(());
             }
@@ -210,7 +246,17 @@ async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
                 .get("max_batch_size")
                 .and_then(Value::as_i64)
                 .unwrap_or(1);
-            Done::Progress(d.upgrade(&s.cluster, &s.template, ng()?, max_batch).await?)
+            // The target template may have been deleted since the upgrade was accepted.
+            let target = s.upgrade_to.as_ref().ok_or_else(|| {
+                DriverError::Rejected(format!(
+                    "ClusterTemplate {} could not be found.",
+                    op.payload
+                        .get("cluster_template")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ))
+            })?;
+            Done::Progress(d.upgrade(&s.cluster, target, ng()?, max_batch).await?)
         }
         OpKind::CreateNodeGroup => Done::Progress(d.create_nodegroup(&s.cluster, ng()?).await?),
         OpKind::UpdateNodeGroup => Done::Progress(d.update_nodegroup(&s.cluster, ng()?).await?),
@@ -357,18 +403,30 @@ async fn fail(
             store.restore_count(ng, new, old).await?;
         }
     }
-    if let Some(s) = s {
+    // Without a subject (the driver, template or nodegroup could not be loaded) the cluster
+    // and nodegroup that still exist are marked failed too, rather than left in progress.
+    let (cluster, nodegroup) = match s {
+        Some(s) => (Some(s.cluster.clone()), s.nodegroup.clone()),
+        None => (
+            store.cluster_by_uuid(&op.cluster_uuid).await?,
+            match op.nodegroup_id {
+                Some(id) => store.nodegroup_by_id(id).await?,
+                None => None,
+            },
+        ),
+    };
+    if let Some(cluster) = cluster {
         let reason_bind = Bind::text(reason);
         store
             .update_cluster(
-                s.cluster.id,
+                cluster.id,
                 &[
                     ("status", Bind::text(cluster_status)),
                     ("status_reason", reason_bind.clone()),
                 ],
             )
             .await?;
-        if let Some(ng) = &s.nodegroup {
+        if let Some(ng) = &nodegroup {
             store
                 .update_nodegroup(
                     ng.id,
@@ -380,7 +438,7 @@ async fn fail(
                 .await?;
         } else if op.kind == OpKind::CreateCluster {
             for ng in store
-                .nodegroups_of_clusters(std::slice::from_ref(&s.cluster.uuid))
+                .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
                 .await?
             {
                 store
@@ -398,5 +456,173 @@ async fn fail(
     store
         .transition_operation(op.id, op_state::RUNNING, op_state::FAILED, Some(reason))
         .await?;
+    Ok(())
+}
+
+/// Starts every driver's watchers and the task that writes what they report into the
+/// store. Returns the tasks (abort them to stop).
+pub fn start_watchers(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<StatusReport>();
+    let mut handles = Vec::new();
+    for d in state.drivers.drivers() {
+        handles.extend(d.watch(tx.clone()));
+    }
+    drop(tx);
+    if handles.is_empty() {
+        return handles;
+    }
+    let state = state.clone();
+    handles.push(tokio::spawn(async move {
+        while let Some(report) = rx.recv().await {
+            if let Err(e) = apply_report(&state, &report).await {
+                tracing::error!(error = %e, ?report, "cannot record a driver report");
+            }
+        }
+    }));
+    handles
+}
+
+fn in_progress(s: Option<&str>) -> bool {
+    s.is_some_and(|s| s.ends_with("_IN_PROGRESS"))
+}
+
+/// Writes what a driver observed: `*_COMPLETE` when the backend reached the target (and the
+/// cluster's own status once no nodegroup is in progress), the blocked reason while in
+/// progress, `*_FAILED` with the reason (and the previous count back) on failure.
+pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(), sqlx::Error> {
+    let store = &state.store;
+    let stack_id = match report {
+        StatusReport::NodeGroup { stack_id, .. } | StatusReport::ClusterFacts { stack_id, .. } => {
+            stack_id
+        }
+    };
+    let Some(cluster) = store
+        .find_clusters(&Tenancy::All, "stack_id", stack_id)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(());
+    };
+    let (nodegroup, observed) = match report {
+        StatusReport::ClusterFacts {
+            api_address,
+            coe_version,
+            ..
+        } => {
+            let mut ch = Vec::new();
+            if api_address.is_some() && *api_address != cluster.api_address {
+                ch.push(("api_address", Bind::Text(api_address.clone())));
+            }
+            if coe_version.is_some() && *coe_version != cluster.coe_version {
+                ch.push(("coe_version", Bind::Text(coe_version.clone())));
+            }
+            if !ch.is_empty() {
+                store.update_cluster(cluster.id, &ch).await?;
+            }
+            return Ok(());
+        }
+        StatusReport::NodeGroup {
+            nodegroup,
+            observed,
+            ..
+        } => (nodegroup, observed),
+    };
+    let ngs = store
+        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+        .await?;
+    let Some(ng) = ngs.iter().find(|n| match nodegroup {
+        NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
+        NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
+    }) else {
+        return Ok(());
+    };
+    let creating = ng.status.as_deref() == Some(status::CREATE_IN_PROGRESS);
+    match observed {
+        Observed::InProgress { reason } => {
+            if reason.is_some() && *reason != ng.status_reason {
+                store
+                    .update_nodegroup(ng.id, &[("status_reason", Bind::Text(reason.clone()))])
+                    .await?;
+            }
+        }
+        Observed::Complete => {
+            if !in_progress(ng.status.as_deref()) {
+                return Ok(());
+            }
+            let done = if creating {
+                status::CREATE_COMPLETE
+            } else {
+                status::UPDATE_COMPLETE
+            };
+            store
+                .update_nodegroup(
+                    ng.id,
+                    &[
+                        ("status", Bind::text(done)),
+                        ("status_reason", Bind::Text(None)),
+                    ],
+                )
+                .await?;
+            let others_busy = ngs
+                .iter()
+                .any(|n| n.id != ng.id && in_progress(n.status.as_deref()));
+            if !others_busy && in_progress(cluster.status.as_deref()) {
+                let cluster_done = if cluster.status.as_deref() == Some(status::CREATE_IN_PROGRESS)
+                {
+                    status::CREATE_COMPLETE
+                } else {
+                    status::UPDATE_COMPLETE
+                };
+                store
+                    .update_cluster(
+                        cluster.id,
+                        &[
+                            ("status", Bind::text(cluster_done)),
+                            ("status_reason", Bind::Text(None)),
+                        ],
+                    )
+                    .await?;
+            }
+        }
+        Observed::Failed { reason } => {
+            if !in_progress(ng.status.as_deref()) {
+                return Ok(());
+            }
+            let ops = store.operations_of_cluster(&cluster.uuid).await?;
+            if let Some(op) = ops.iter().rev().find(|o| {
+                o.kind == OpKind::Resize
+                    && o.nodegroup_id == Some(ng.id)
+                    && o.state == op_state::DONE
+            }) {
+                if let (Some(new), Some(old)) = (op.new_count, op.old_count) {
+                    store.restore_count(ng.id, new, old).await?;
+                }
+            }
+            let (ng_status, cluster_status) = if creating {
+                (status::CREATE_FAILED, status::CREATE_FAILED)
+            } else {
+                (status::UPDATE_FAILED, status::UPDATE_FAILED)
+            };
+            store
+                .update_nodegroup(
+                    ng.id,
+                    &[
+                        ("status", Bind::text(ng_status)),
+                        ("status_reason", Bind::text(reason)),
+                    ],
+                )
+                .await?;
+            store
+                .update_cluster(
+                    cluster.id,
+                    &[
+                        ("status", Bind::text(cluster_status)),
+                        ("status_reason", Bind::text(reason)),
+                    ],
+                )
+                .await?;
+        }
+    }
     Ok(())
 }

@@ -9,6 +9,8 @@ pub mod record_only;
 pub mod registry;
 
 use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
@@ -55,6 +57,39 @@ pub struct CreateOutcome {
     pub coe_version: Option<String>,
 }
 
+/// What a backend shows for one nodegroup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observed {
+    Complete,
+    InProgress { reason: Option<String> },
+    Failed { reason: String },
+}
+
+/// Which nodegroup of a backend cluster a report is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeGroupRef {
+    /// The control plane (Magnum's master nodegroup).
+    ControlPlane,
+    /// A worker nodegroup, by name.
+    Worker(String),
+}
+
+/// What a driver learned from its backend after an operation was handed to it; the
+/// operations module writes it into the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatusReport {
+    NodeGroup {
+        stack_id: String,
+        nodegroup: NodeGroupRef,
+        observed: Observed,
+    },
+    ClusterFacts {
+        stack_id: String,
+        api_address: Option<String>,
+        coe_version: Option<String>,
+    },
+}
+
 /// The lifecycle half: every method is called by the operations worker, never on a request
 /// path, with the already-persisted desired state.
 #[async_trait]
@@ -75,6 +110,8 @@ pub trait Lifecycle: Send + Sync {
         request: &ResizeRequest,
     ) -> Result<Progress, DriverError>;
 
+    /// Upgrades `nodegroup` to `template`, the template the cluster moves to (Magnum's
+    /// `upgrade_cluster(ctx, cluster, cluster_template, …)`).
     async fn upgrade(
         &self,
         cluster: &Cluster,
@@ -100,6 +137,12 @@ pub trait Lifecycle: Send + Sync {
         cluster: &Cluster,
         nodegroup: &NodeGroup,
     ) -> Result<Progress, DriverError>;
+
+    /// Starts the driver's watchers, which send what they observe to `reports`. Drivers
+    /// that complete everything synchronously have none.
+    fn watch(&self, _reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {
+        Vec::new()
+    }
 }
 
 /// A cluster driver: a name, the (server_type, os, coe) triples it provides, its

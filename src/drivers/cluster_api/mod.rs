@@ -1,0 +1,103 @@
+//! The ClusterAPI driver: the capabilities of magnum-cluster-api (control-plane resize to odd
+//! sizes, `nodes_to_remove` for every role), under the names and triples magnum-cluster-api
+//! registers so templates made for it resolve here unchanged.
+//!
+//! With management clusters configured it drives Cluster API through kube-rs
+//! ([`kube_driver`]); without, it records operations only ([`RecordOnlyDriver`]).
+
+pub mod kube_driver;
+pub mod status;
+pub mod topology;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::capabilities::ClusterApiCapabilities;
+use super::record_only::RecordOnlyDriver;
+use super::{Driver, Triple};
+
+/// Configuration of the ClusterAPI driver.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterApiConfig {
+    /// The driver's own name.
+    pub name: String,
+    /// Further names templates may carry in their `driver` field.
+    pub aliases: Vec<String>,
+    /// The (server_type, os, coe) triples it provides.
+    pub provides: Vec<Triple>,
+    /// Cluster API version to read and write (`v1beta2`, CAPI's storage version).
+    pub api_version: String,
+    /// Namespace of the Cluster objects (magnum-cluster-api's).
+    pub namespace: String,
+    /// ClusterClass of new clusters unless the label `capi_cluster_class` names one.
+    pub cluster_class: String,
+    /// Worker class of new nodegroups unless the label `capi_worker_class` names one.
+    pub worker_class: String,
+    /// An operation on which Cluster API shows no progress for this long fails.
+    pub progress_deadline_seconds: u64,
+    /// Management clusters; none: record operations only.
+    pub management_clusters: Vec<ManagementClusterConfig>,
+}
+
+/// One management cluster. A template picks one with the label `capi_management_cluster`;
+/// otherwise the first is used.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ManagementClusterConfig {
+    pub name: String,
+    /// A kubeconfig file; none: in-cluster configuration (or `$KUBECONFIG`).
+    pub kubeconfig: Option<PathBuf>,
+    /// A context of that kubeconfig; none: its current context.
+    pub context: Option<String>,
+}
+
+impl Default for ClusterApiConfig {
+    fn default() -> Self {
+        ClusterApiConfig {
+            name: "cluster-api".into(),
+            aliases: [
+                "k8s_cluster_api_ubuntu",
+                "k8s_cluster_api_ubuntu_focal",
+                "k8s_cluster_api_debian",
+                "k8s_cluster_api_flatcar",
+                "k8s_cluster_api_rockylinux",
+            ]
+            .map(String::from)
+            .to_vec(),
+            provides: ["ubuntu", "debian", "flatcar", "rockylinux"]
+                .map(|os| Triple::new("vm", os, "kubernetes"))
+                .to_vec(),
+            api_version: "v1beta2".into(),
+            namespace: "magnum-system".into(),
+            cluster_class: "magnum-v0.38.1".into(),
+            worker_class: "default-worker".into(),
+            progress_deadline_seconds: 1800,
+            management_clusters: Vec::new(),
+        }
+    }
+}
+
+/// The driver in record-only mode (no management cluster).
+pub fn record_only(config: &ClusterApiConfig) -> RecordOnlyDriver {
+    RecordOnlyDriver::new(
+        &config.name,
+        config.provides.clone(),
+        Box::new(ClusterApiCapabilities),
+    )
+}
+
+/// The driver a configuration describes.
+pub async fn build(
+    config: &ClusterApiConfig,
+    journal: Option<PathBuf>,
+) -> anyhow::Result<Arc<dyn Driver>> {
+    if config.management_clusters.is_empty() {
+        return Ok(Arc::new(record_only(config).with_journal(journal)));
+    }
+    Ok(Arc::new(
+        kube_driver::KubeClusterApiDriver::connect(config).await?,
+    ))
+}

@@ -1,0 +1,153 @@
+//! Turning Cluster API status into Magnum's view, as pure functions.
+//!
+//! A scale is complete when the object has observed its latest spec
+//! (`observedGeneration == generation`) and
+//! `replicas == readyReplicas == availableReplicas == upToDateReplicas == target`
+//! (v1beta2 counters; `phase == Running` is not trusted). A Cluster whose
+//! `TopologyReconciled` condition is False with reason `ReconcileFailed` (e.g. a KCP webhook
+//! rejecting a size) has failed; `… is blocked because: …` messages are shown while in progress.
+
+use serde_json::Value;
+
+pub use crate::drivers::Observed;
+
+fn int(v: &Value, path: &str) -> Option<i64> {
+    v.pointer(path).and_then(Value::as_i64)
+}
+
+/// The conditions of an object (`status.conditions`).
+fn conditions(v: &Value) -> impl Iterator<Item = &Value> {
+    v.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// A "blocked" message from a `ScalingUp`/`ScalingDown` condition, if any.
+fn blocked_reason(v: &Value) -> Option<String> {
+    conditions(v)
+        .filter(|c| {
+            matches!(
+                c.get("type").and_then(Value::as_str),
+                Some("ScalingUp" | "ScalingDown")
+            )
+        })
+        .filter_map(|c| c.get("message").and_then(Value::as_str))
+        .find(|m| m.contains("is blocked because"))
+        .map(str::to_string)
+}
+
+/// The state of a KubeadmControlPlane or MachineDeployment scaled to `target`.
+pub fn scaled(object: &Value, target: i64) -> Observed {
+    let generation = int(object, "/metadata/generation");
+    let observed = int(object, "/status/observedGeneration");
+    let counters = [
+        "/status/replicas",
+        "/status/readyReplicas",
+        "/status/availableReplicas",
+        "/status/upToDateReplicas",
+    ]
+    .map(|p| int(object, p));
+    let spec_ok = int(object, "/spec/replicas").is_none_or(|r| r == target);
+    if spec_ok
+        && generation.is_some()
+        && generation == observed
+        && counters.iter().all(|c| *c == Some(target))
+    {
+        return Observed::Complete;
+    }
+    Observed::InProgress {
+        reason: blocked_reason(object),
+    }
+}
+
+/// A hard failure of the topology controller on a Cluster, if any.
+pub fn topology_failure(cluster: &Value) -> Option<String> {
+    conditions(cluster)
+        .find(|c| {
+            c.get("type").and_then(Value::as_str) == Some("TopologyReconciled")
+                && c.get("status").and_then(Value::as_str) == Some("False")
+                && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed")
+        })
+        .map(|c| {
+            c.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("Cluster API could not reconcile the cluster topology")
+                .to_string()
+        })
+}
+
+/// The address of the workload cluster's API (`spec.controlPlaneEndpoint`).
+pub fn api_address(cluster: &Value) -> Option<String> {
+    let host = cluster
+        .pointer("/spec/controlPlaneEndpoint/host")
+        .and_then(Value::as_str)?;
+    if host.is_empty() {
+        return None;
+    }
+    let port = int(cluster, "/spec/controlPlaneEndpoint/port").unwrap_or(6443);
+    Some(format!("https://{host}:{port}"))
+}
+
+/// The counters that show progress (a change of them resets the no-progress deadline).
+pub fn progress_marker(object: &Value) -> Vec<Option<i64>> {
+    [
+        "/status/observedGeneration",
+        "/status/replicas",
+        "/status/readyReplicas",
+        "/status/availableReplicas",
+        "/status/upToDateReplicas",
+    ]
+    .iter()
+    .map(|p| int(object, p))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kcp(gen: i64, observed: i64, counters: [i64; 4]) -> Value {
+        json!({"metadata": {"generation": gen}, "spec": {"replicas": 3},
+               "status": {"observedGeneration": observed, "replicas": counters[0], "readyReplicas": counters[1],
+                          "availableReplicas": counters[2], "upToDateReplicas": counters[3]}})
+    }
+
+    #[test]
+    fn scale_is_complete_only_when_every_counter_reached_the_target() {
+        assert_eq!(scaled(&kcp(2, 2, [3, 3, 3, 3]), 3), Observed::Complete);
+        assert!(matches!(
+            scaled(&kcp(2, 2, [3, 2, 3, 3]), 3),
+            Observed::InProgress { .. }
+        ));
+        assert!(matches!(
+            scaled(&kcp(2, 1, [3, 3, 3, 3]), 3),
+            Observed::InProgress { .. }
+        ));
+    }
+
+    #[test]
+    fn blocked_scaling_message_is_the_reason_while_in_progress() {
+        let mut k = kcp(2, 2, [1, 1, 1, 1]);
+        k["status"]["conditions"] = json!([{"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
+            "message": "Scaling up from 1 to 3 replicas is blocked because: etcd cluster is not healthy"}]);
+        assert_eq!(
+            scaled(&k, 3),
+            Observed::InProgress {
+                reason: Some("Scaling up from 1 to 3 replicas is blocked because: etcd cluster is not healthy".into())
+            }
+        );
+    }
+
+    #[test]
+    fn reconcile_failed_topology_is_a_failure_with_the_message() {
+        let c = json!({"status": {"conditions": [{"type": "TopologyReconciled", "status": "False", "reason": "ReconcileFailed",
+            "message": "failed to patch KubeadmControlPlane magnum-system/kube-abcde: replicas must be an odd number"}]}});
+        assert_eq!(
+            topology_failure(&c).as_deref(),
+            Some("failed to patch KubeadmControlPlane magnum-system/kube-abcde: replicas must be an odd number")
+        );
+        assert_eq!(topology_failure(&json!({"status": {}})), None);
+    }
+}
