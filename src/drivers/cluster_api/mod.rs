@@ -101,3 +101,6 @@ pub async fn build(
         kube_driver::KubeClusterApiDriver::connect(config).await?,
     ))
 }
+
+#[cfg(test)]
+mod kube_driver_tests;

@@ -1,0 +1,199 @@
+//! Exact requests of the ClusterAPI driver, pinned with a tower-test mock API server:
+//! verb, path, content type and body of every call.
+
+use axum::body::Bytes;
+use axum::http::{Request, Response};
+use http_body_util::BodyExt as _;
+use kube::client::Body;
+use serde_json::{json, Value};
+
+use super::kube_driver::{KubeClusterApiDriver, ManagementCluster};
+use crate::drivers::cluster_api::ClusterApiConfig;
+use crate::drivers::{Lifecycle, Progress, ResizeRequest};
+use crate::model::{Cluster, NodeGroup};
+
+type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+
+fn driver() -> (KubeClusterApiDriver, Handle) {
+    let (svc, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(svc, "default");
+    let mc = ManagementCluster {
+        name: "default".into(),
+        client,
+        namespace: "magnum-system".into(),
+    };
+    (
+        KubeClusterApiDriver::new(&ClusterApiConfig::default(), vec![mc]),
+        handle,
+    )
+}
+
+fn cluster() -> Cluster {
+    Cluster {
+        uuid: "a1a1a1a1-0000-4000-8000-000000000001".into(),
+        stack_id: Some("kube-abcde".into()),
+        ..Cluster::default()
+    }
+}
+
+fn nodegroup(name: &str, role: &str) -> NodeGroup {
+    NodeGroup {
+        name: name.into(),
+        role: Some(role.into()),
+        ..NodeGroup::default()
+    }
+}
+
+/// One expected request: method, path (with query), content type, body.
+async fn expect(
+    handle: &mut Handle,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Option<Value>,
+    reply: Value,
+) {
+    let (req, send) =
+        tokio::time::timeout(std::time::Duration::from_secs(5), handle.next_request())
+            .await
+            .expect("the driver sent no further request")
+            .expect("request");
+    assert_eq!(req.method().as_str(), method);
+    assert_eq!(req.uri().path_and_query().map(|p| p.as_str()), Some(path));
+    let ct = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    assert_eq!(ct.as_deref(), content_type);
+    let bytes: Bytes = req.into_body().collect().await.expect("body").to_bytes();
+    if let Some(want) = body {
+        let got: Value = serde_json::from_slice(&bytes).expect("json body");
+        assert_eq!(got, want);
+    }
+    send.send_response(
+        Response::builder()
+            .body(Body::from(serde_json::to_vec(&reply).expect("json")))
+            .expect("response"),
+    );
+}
+
+fn cluster_object() -> Value {
+    json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+           "metadata": {"name": "kube-abcde", "namespace": "magnum-system"},
+           "spec": {"topology": {"classRef": {"name": "c"}, "version": "v1.30.4",
+                    "controlPlane": {"replicas": 1},
+                    "workers": {"machineDeployments": [{"class": "default-worker", "name": "default-worker", "replicas": 2}]}}}})
+}
+
+const CLUSTER_PATH: &str =
+    "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/clusters/kube-abcde";
+
+#[tokio::test]
+async fn control_plane_resize_merge_patches_only_the_replicas() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/merge-patch+json"),
+            Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 3}}}})),
+            cluster_object(),
+        )
+        .await;
+    });
+    let req = ResizeRequest {
+        node_count: 3,
+        nodes_to_remove: vec![],
+    };
+    let p = d
+        .resize(&cluster(), &nodegroup("default-master", "master"), &req)
+        .await
+        .expect("resize");
+    assert_eq!(p, Progress::InProgress);
+    server.await.expect("scenario");
+}
+
+#[tokio::test]
+async fn worker_resize_reads_then_json_patches_the_named_entry() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        expect(
+            &mut handle,
+            "GET",
+            CLUSTER_PATH,
+            None,
+            None,
+            cluster_object(),
+        )
+        .await;
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/json-patch+json"),
+            Some(json!([
+                {"op": "test", "path": "/spec/topology/workers/machineDeployments/0/name", "value": "default-worker"},
+                {"op": "replace", "path": "/spec/topology/workers/machineDeployments/0/replicas", "value": 5},
+            ])),
+            cluster_object(),
+        )
+        .await;
+    });
+    let req = ResizeRequest {
+        node_count: 5,
+        nodes_to_remove: vec![],
+    };
+    d.resize(&cluster(), &nodegroup("default-worker", "worker"), &req)
+        .await
+        .expect("resize");
+    server.await.expect("scenario");
+}
+
+#[tokio::test]
+async fn control_plane_scale_down_annotates_the_named_machine_first() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        expect(
+            &mut handle,
+            "GET",
+            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines?&labelSelector=cluster.x-k8s.io%2Fcluster-name%3Dkube-abcde%2Ccluster.x-k8s.io%2Fcontrol-plane",
+            None,
+            None,
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineList", "metadata": {},
+                   "items": [
+                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-1"},
+                      "status": {"nodeRef": {"name": "node-1"}}},
+                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-2"},
+                      "status": {"nodeRef": {"name": "node-2"}}}]}),
+        )
+        .await;
+        expect(
+            &mut handle,
+            "PATCH",
+            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?",
+            Some("application/merge-patch+json"),
+            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": "yes"}}})),
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-2"}}),
+        )
+        .await;
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/merge-patch+json"),
+            Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 1}}}})),
+            cluster_object(),
+        )
+        .await;
+    });
+    let req = ResizeRequest {
+        node_count: 1,
+        nodes_to_remove: vec!["node-2".into()],
+    };
+    d.resize(&cluster(), &nodegroup("default-master", "master"), &req)
+        .await
+        .expect("resize");
+    server.await.expect("scenario");
+}
