@@ -2,19 +2,29 @@
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. cargo fmt --check and cargo clippy -D warnings;
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
-#      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}, the real
-#      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI), and the
-#      real Magnum 23 API (PyPI) on a database made by Magnum's own migrations;
+#      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
+#      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
+#      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
+#      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs;
 #   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
-# Heavy things (virtualenvs, MariaDB's datadir) are cached in ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}.
-# Exits non-zero when anything fails.
+# Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
+# ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
 cd "$ROOT"
 
+REF_DB=magnum_rs_reference
+REF_PORT="${MAGNUM_REF_PORT:-19611}"
+KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
+
 step() { printf '\n==> %s\n' "$*" >&2; }
+cleanup() {
+  "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
+  "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -31,15 +41,19 @@ MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
 export MAGNUM_RS_OPENSTACK
 
 step "real Magnum 23 API on a database made by Magnum's migrations"
-REF_DB=magnum_rs_reference
 "$HERE/magnum-db.sh" create "$REF_DB" >&2
 "$HERE/magnum-db.sh" seed "$REF_DB" >&2
-REF_PORT="${MAGNUM_REF_PORT:-19611}"
 "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
 MAGNUM_RS_TEST_MAGNUM_API="$("$HERE/magnum-api.sh" start "$REF_DB" "$REF_PORT")"
-trap '"$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true' EXIT
 export MAGNUM_RS_TEST_MAGNUM_API
 export MAGNUM_RS_TEST_MAGNUM_DB="$MYSQL_BASE/$REF_DB"
+
+step "real kube-apiserver + etcd with the Cluster API CRDs"
+"$HERE/kube.sh" build
+"$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
+rm -rf "$KUBE_DIR"
+MAGNUM_RS_TEST_KUBECONFIG="$("$HERE/kube.sh" start "$KUBE_DIR")"
+export MAGNUM_RS_TEST_KUBECONFIG
 
 step "dropping test databases left by earlier runs"
 "$HERE/mariadb.sh" drop-test-databases

@@ -96,7 +96,51 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     ))
 }
 
-/// Serves until `shutdown` resolves, with the operations worker beside the API.
+/// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)
+/// until `stop` turns true.
+async fn conduct(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
+    let watchers = operations::start_watchers(&state);
+    operations::run_worker(state, std::time::Duration::from_secs(2), stop).await;
+    for w in watchers {
+        w.abort();
+    }
+}
+
+/// Runs the conductor role: always, or only while this replica leads when a driver asks
+/// for leader election.
+async fn conductor(state: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let leadership = state.drivers.drivers().iter().find_map(|d| d.leadership());
+    let Some(mut leading) = leadership else {
+        conduct(state, shutdown).await;
+        return;
+    };
+    loop {
+        while !*leading.borrow() {
+            tokio::select! {
+                r = leading.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+        }
+        tracing::info!("leading: running the operations worker and the watchers");
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(conduct(state.clone(), stop_rx));
+        loop {
+            tokio::select! {
+                r = leading.changed() => if r.is_err() || !*leading.borrow() { break },
+                _ = shutdown.changed() => {
+                    let _ = stop_tx.send(true);
+                    let _ = task.await;
+                    return;
+                }
+            }
+        }
+        tracing::warn!("lost leadership: stopping the operations worker and the watchers");
+        let _ = stop_tx.send(true);
+        let _ = task.await;
+    }
+}
+
+/// Serves until `shutdown` resolves, with the conductor role beside the API.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -104,16 +148,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = run_worker.then(|| {
-        tokio::spawn(operations::run_worker(
-            state.clone(),
-            std::time::Duration::from_secs(2),
-            stop_rx,
-        ))
-    });
-    let watchers = run_worker
-        .then(|| operations::start_watchers(&state))
-        .unwrap_or_default();
+    let worker = run_worker.then(|| tokio::spawn(conductor(state.clone(), stop_rx)));
     let app = app(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -123,9 +158,6 @@ pub async fn serve(
         .await?;
     if let Some(w) = worker {
         let _ = w.await;
-    }
-    for w in watchers {
-        w.abort();
     }
     Ok(())
 }

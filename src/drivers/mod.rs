@@ -143,6 +143,13 @@ pub trait Lifecycle: Send + Sync {
     fn watch(&self, _reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {
         Vec::new()
     }
+
+    /// When replicas must elect who drives the backend: whether this replica leads now
+    /// (the driver competes for leadership from the first call on). `None`: no election,
+    /// this replica drives.
+    fn leadership(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        None
+    }
 }
 
 /// A cluster driver: a name, the (server_type, os, coe) triples it provides, its

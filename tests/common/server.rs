@@ -94,3 +94,41 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
         .unwrap_or_default();
     Some((code, body))
 }
+
+/// A bare HTTP/1.1 request without identity headers (so with noauth's default identity,
+/// the same one the `openstack --os-auth-type none` CLI gets); returns the status code and
+/// the body as JSON (`Null` when empty).
+pub fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let payload = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
+         OpenStack-API-Version: container-infra latest\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .expect("write");
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).expect("read");
+    let code = buf
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    (
+        code,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}

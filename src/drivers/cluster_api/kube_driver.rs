@@ -61,6 +61,8 @@ pub struct KubeClusterApiDriver {
     defaults: TopologyDefaults,
     deadline: Duration,
     pending: Arc<Mutex<HashMap<PendingKey, Pending>>>,
+    election: Option<super::leader::LeaseConfig>,
+    leadership: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
 
 impl KubeClusterApiDriver {
@@ -114,6 +116,21 @@ impl KubeClusterApiDriver {
             },
             deadline: Duration::from_secs(config.progress_deadline_seconds),
             pending: Arc::default(),
+            election: config.leader_election.then(|| {
+                let duration = Duration::from_secs(config.lease_duration_seconds.max(2));
+                super::leader::LeaseConfig {
+                    name: config.lease_name.clone(),
+                    namespace: config.namespace.clone(),
+                    holder: format!(
+                        "{}-{}",
+                        std::env::var("HOSTNAME").unwrap_or_else(|_| "magnum-rs".into()),
+                        &uuid::Uuid::new_v4().simple().to_string()[..8]
+                    ),
+                    duration,
+                    renew_every: duration / 3,
+                }
+            }),
+            leadership: Mutex::new(None),
         }
     }
 
@@ -501,6 +518,17 @@ impl Lifecycle for KubeClusterApiDriver {
         })
         .await?;
         Ok(Progress::Complete)
+    }
+
+    fn leadership(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        let cfg = self.election.clone()?;
+        let mc = self.management.first()?;
+        let mut slot = self.leadership.lock().ok()?;
+        if slot.is_none() {
+            let (rx, _task) = super::leader::run(mc.client.clone(), cfg);
+            *slot = Some(rx);
+        }
+        slot.clone()
     }
 
     fn watch(&self, reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {

@@ -6,6 +6,7 @@
 //! ([`kube_driver`]); without, it records operations only ([`RecordOnlyDriver`]).
 
 pub mod kube_driver;
+pub mod leader;
 pub mod status;
 pub mod topology;
 
@@ -40,6 +41,13 @@ pub struct ClusterApiConfig {
     pub progress_deadline_seconds: u64,
     /// Management clusters; none: record operations only.
     pub management_clusters: Vec<ManagementClusterConfig>,
+    /// Replicas elect a leader through a Lease in the first management cluster's
+    /// namespace; only the leader drives Cluster API and runs the operations worker.
+    pub leader_election: bool,
+    /// Name of that Lease.
+    pub lease_name: String,
+    /// Seconds a leader holds the Lease without renewing it.
+    pub lease_duration_seconds: u64,
 }
 
 /// One management cluster. A template picks one with the label `capi_management_cluster`;
@@ -76,6 +84,9 @@ impl Default for ClusterApiConfig {
             worker_class: "default-worker".into(),
             progress_deadline_seconds: 1800,
             management_clusters: Vec::new(),
+            leader_election: true,
+            lease_name: "magnum-rs".into(),
+            lease_duration_seconds: 15,
         }
     }
 }

@@ -61,13 +61,19 @@ pub fn scaled(object: &Value, target: i64) -> Observed {
     }
 }
 
-/// A hard failure of the topology controller on a Cluster, if any.
+/// A hard failure of the topology controller on a Cluster, if any. A condition that speaks
+/// of an older generation (`observedGeneration` behind `metadata.generation`) is stale and
+/// ignored: the controller has not looked at the latest spec yet.
 pub fn topology_failure(cluster: &Value) -> Option<String> {
+    let generation = int(cluster, "/metadata/generation");
     conditions(cluster)
         .find(|c| {
             c.get("type").and_then(Value::as_str) == Some("TopologyReconciled")
                 && c.get("status").and_then(Value::as_str) == Some("False")
                 && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed")
+                && c.get("observedGeneration")
+                    .and_then(Value::as_i64)
+                    .is_none_or(|g| Some(g) == generation)
         })
         .map(|c| {
             c.get("message")
@@ -149,5 +155,8 @@ mod tests {
             Some("failed to patch KubeadmControlPlane magnum-system/kube-abcde: replicas must be an odd number")
         );
         assert_eq!(topology_failure(&json!({"status": {}})), None);
+        let stale = json!({"metadata": {"generation": 3}, "status": {"conditions": [{"type": "TopologyReconciled",
+            "status": "False", "reason": "ReconcileFailed", "observedGeneration": 2, "message": "old"}]}});
+        assert_eq!(topology_failure(&stale), None);
     }
 }

@@ -95,7 +95,7 @@ pub fn machine_deployment_index(cluster: &Value, name: &str) -> Option<usize> {
         .position(|md| md.get("name").and_then(Value::as_str) == Some(name))
 }
 
-fn entry<'a>(cluster: &'a Value, index: usize) -> Option<&'a Value> {
+fn entry(cluster: &Value, index: usize) -> Option<&Value> {
     cluster.pointer(&md_path(index, ""))
 }
 

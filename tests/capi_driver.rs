@@ -1,0 +1,622 @@
+//! The ClusterAPI driver against a **real kube-apiserver** (built from Go source, etcd from
+//! `etcd-bin-vendored`, Cluster API CRDs installed; `scripts/kube.sh`). No CAPI controllers
+//! run: the tests play them by writing objects and `status` through `/status`.
+//! `scripts/test.sh` starts the server and sets `MAGNUM_RS_TEST_KUBECONFIG`; without it these
+//! tests fail rather than pass silently.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::server::{http, Server};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use magnum_rs::drivers::cluster_api::topology::Resources;
+use serde_json::{json, Value};
+
+struct Kube {
+    client: kube::Client,
+    ns: String,
+    res: Resources,
+    kubeconfig: String,
+}
+
+impl Kube {
+    async fn connect() -> Kube {
+        let kubeconfig = std::env::var("MAGNUM_RS_TEST_KUBECONFIG")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| panic!("MAGNUM_RS_TEST_KUBECONFIG is not set: run scripts/test.sh, which starts a real kube-apiserver"));
+        let kc = Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("config");
+        let client = kube::Client::try_from(cfg).expect("client");
+        let ns = format!(
+            "magnum-test-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+        let body: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+        nss.create(&PostParams::default(), &body)
+            .await
+            .expect("create namespace");
+        Kube {
+            client,
+            ns,
+            res: Resources::at("v1beta2"),
+            kubeconfig,
+        }
+    }
+
+    fn api(&self, ar: &kube::api::ApiResource) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.ns, ar)
+    }
+
+    async fn get(&self, ar: &kube::api::ApiResource, name: &str) -> Value {
+        serde_json::to_value(self.api(ar).get(name).await.expect("get")).expect("json")
+    }
+
+    async fn create(&self, ar: &kube::api::ApiResource, obj: Value) {
+        let o: DynamicObject = serde_json::from_value(obj).expect("object");
+        self.api(ar)
+            .create(&PostParams::default(), &o)
+            .await
+            .expect("create");
+    }
+
+    async fn merge(&self, ar: &kube::api::ApiResource, name: &str, patch: Value) -> Value {
+        let o = self
+            .api(ar)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("patch");
+        serde_json::to_value(o).expect("json")
+    }
+
+    async fn status(&self, ar: &kube::api::ApiResource, name: &str, status: Value) {
+        self.api(ar)
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
+            .await
+            .expect("status");
+    }
+
+    /// Plays the KCP controller: spec replicas, then status counters all at `n`.
+    async fn control_plane_at(&self, stack: &str, n: i64) {
+        let name = format!("{stack}-control-plane");
+        let o = self
+            .merge(
+                &self.res.control_plane,
+                &name,
+                json!({"spec": {"replicas": n}}),
+            )
+            .await;
+        let generation = o
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        self.status(&self.res.control_plane, &name, json!({"observedGeneration": generation, "replicas": n,
+            "readyReplicas": n, "availableReplicas": n, "upToDateReplicas": n, "version": "v1.30.4"}))
+            .await;
+    }
+
+    /// Plays the MachineDeployment controller for nodegroup `ng`.
+    async fn workers_at(&self, stack: &str, ng: &str, n: i64) {
+        let name = format!("{stack}-{ng}");
+        let o = self
+            .merge(
+                &self.res.machine_deployment,
+                &name,
+                json!({"spec": {"replicas": n}}),
+            )
+            .await;
+        let generation = o
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        self.status(
+            &self.res.machine_deployment,
+            &name,
+            json!({"observedGeneration": generation, "replicas": n,
+            "readyReplicas": n, "availableReplicas": n, "upToDateReplicas": n}),
+        )
+        .await;
+    }
+
+    /// What the topology controller would create for a new cluster: the KCP and one MD per
+    /// worker entry, with the labels Cluster API puts on them.
+    async fn materialize(&self, stack: &str) {
+        let c = self.get(&self.res.cluster, stack).await;
+        let cp = c
+            .pointer("/spec/topology/controlPlane/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        self.create(&self.res.control_plane, json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+            "metadata": {"name": format!("{stack}-control-plane"), "namespace": self.ns,
+                         "labels": {"cluster.x-k8s.io/cluster-name": stack}},
+            "spec": {"replicas": cp, "version": "v1.30.4",
+                     "machineTemplate": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                                         "kind": "OpenStackMachineTemplate", "name": "cp"}}}},
+        })).await;
+        self.control_plane_at(stack, cp).await;
+        for md in c
+            .pointer("/spec/topology/workers/machineDeployments")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            let ng = md["name"].as_str().unwrap_or_default().to_string();
+            self.create_md(stack, &ng, md["replicas"].as_i64().unwrap_or(1))
+                .await;
+        }
+    }
+
+    async fn create_md(&self, stack: &str, ng: &str, n: i64) {
+        self.create(&self.res.machine_deployment, json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": format!("{stack}-{ng}"), "namespace": self.ns,
+                         "labels": {"cluster.x-k8s.io/cluster-name": stack, "topology.cluster.x-k8s.io/deployment-name": ng}},
+            "spec": {"clusterName": stack, "replicas": n,
+                     "selector": {"matchLabels": {"topology.cluster.x-k8s.io/deployment-name": ng}},
+                     "template": {"metadata": {"labels": {"topology.cluster.x-k8s.io/deployment-name": ng}},
+                                  "spec": {"clusterName": stack,
+                                           "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "w"}},
+                                           "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachineTemplate", "name": "w"}}}},
+        })).await;
+        self.workers_at(stack, ng, n).await;
+    }
+}
+
+fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
+    let config = dir.join("magnum-rs.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[drivers.cluster_api]\nnamespace = \"{}\"\nprogress_deadline_seconds = 600\n\
+             [[drivers.cluster_api.management_clusters]]\nname = \"test\"\nkubeconfig = \"{}\"\n",
+            kube.ns, kube.kubeconfig
+        ),
+    )
+    .expect("config");
+    let url = format!("sqlite://{}", dir.join("capi.db").display());
+    let cfg = config.display().to_string();
+    Server::start(&url, dir, &["--config", &cfg])
+}
+
+/// Polls `GET path` until `check` holds (bounded; the server's watchers work meanwhile).
+fn wait_for(port: u16, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = http(port, "GET", path, None);
+        if check(&body) {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last: {body}"
+        );
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+async fn wait_object(
+    kube: &Kube,
+    ar: &kube::api::ApiResource,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(o) = kube.api(ar).get(name).await {
+            let v = serde_json::to_value(o).expect("json");
+            if check(&v) {
+                return v;
+            }
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::task::yield_now().await;
+    }
+}
+
+fn openstack(server: &Server, args: &[&str]) -> (i32, String, String) {
+    let bin = std::env::var("MAGNUM_RS_OPENSTACK")
+        .unwrap_or_else(|_| panic!("MAGNUM_RS_OPENSTACK is not set: run scripts/test.sh"));
+    let out = std::process::Command::new(bin)
+        .args([
+            "--os-auth-type",
+            "none",
+            "--os-endpoint",
+            &server.endpoint(),
+        ])
+        .args(args)
+        .output()
+        .expect("openstack");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Creates template and cluster through the API as the noauth default identity would (the
+/// CLI sends no identity headers), and plays the topology controller until CREATE_COMPLETE.
+async fn cluster_on_capi(kube: &Kube, server: &Server) -> (String, String) {
+    let cli = |args: &[&str]| {
+        let (code, out, err) = openstack(server, args);
+        assert_eq!(code, 0, "openstack {args:?}: {out}{err}");
+        out
+    };
+    cli(&[
+        "coe",
+        "cluster",
+        "template",
+        "create",
+        "capi",
+        "--coe",
+        "kubernetes",
+        "--image",
+        "ubuntu-2204",
+        "--external-network",
+        "public",
+        "--master-lb-enabled",
+        "--labels",
+        "kube_tag=v1.30.4,capi_cluster_class=magnum-v0.38.1",
+    ]);
+    cli(&[
+        "coe",
+        "cluster",
+        "create",
+        "k8s",
+        "--cluster-template",
+        "capi",
+        "--master-count",
+        "1",
+        "--node-count",
+        "2",
+    ]);
+    let shown = wait_for_cli(
+        server,
+        &["coe", "cluster", "show", "k8s", "-f", "json"],
+        "stack id",
+        |v| {
+            v["cluster_id"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("kube-"))
+        },
+    );
+    let stack = shown["cluster_id"].as_str().unwrap_or_default().to_string();
+    let uuid = shown["uuid"].as_str().unwrap_or_default().to_string();
+    let c = wait_object(
+        kube,
+        &kube.res.cluster,
+        &stack,
+        "the Cluster object",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        c.pointer("/spec/topology/controlPlane/replicas"),
+        Some(&json!(1)),
+        "{c}"
+    );
+    assert_eq!(c.pointer("/spec/topology/version"), Some(&json!("v1.30.4")));
+    assert_eq!(
+        c.pointer("/spec/topology/classRef/name"),
+        Some(&json!("magnum-v0.38.1"))
+    );
+    assert_eq!(
+        c.pointer("/metadata/labels/cluster-uuid"),
+        Some(&json!(uuid))
+    );
+    kube.materialize(&stack).await;
+    wait_for_cli(
+        server,
+        &["coe", "cluster", "show", "k8s", "-f", "json"],
+        "CREATE_COMPLETE",
+        |v| v["status"] == "CREATE_COMPLETE",
+    );
+    (stack, uuid)
+}
+
+fn wait_for_cli(
+    server: &Server,
+    args: &[&str],
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, out, _) = openstack(server, args);
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        if code == 0 && check(&v) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last: {out}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
+    let kube = Kube::connect().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_server(&kube, dir.path());
+    let (stack, _uuid) = cluster_on_capi(&kube, &server).await;
+    let port = server.port;
+
+    // 1 → 3 through the real CLI: the Cluster object says 3, the nodegroup is in progress.
+    let (code, out, err) = openstack(
+        &server,
+        &[
+            "coe",
+            "cluster",
+            "resize",
+            "k8s",
+            "3",
+            "--nodegroup",
+            "default-master",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        "Request to resize cluster k8s has been accepted."
+    );
+    wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "controlPlane.replicas 3",
+        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(3)),
+    )
+    .await;
+    let ng = wait_for(
+        port,
+        "/v1/clusters/k8s/nodegroups/default-master",
+        "UPDATE_IN_PROGRESS",
+        |v| v["status"] == "UPDATE_IN_PROGRESS",
+    );
+    assert_eq!(ng["node_count"], 3);
+
+    // The KCP reaches 3 ready → UPDATE_COMPLETE and master_count 3.
+    kube.control_plane_at(&stack, 3).await;
+    wait_for(
+        port,
+        "/v1/clusters/k8s/nodegroups/default-master",
+        "UPDATE_COMPLETE",
+        |v| v["status"] == "UPDATE_COMPLETE",
+    );
+    let c = wait_for(port, "/v1/clusters/k8s", "cluster UPDATE_COMPLETE", |v| {
+        v["status"] == "UPDATE_COMPLETE"
+    });
+    assert_eq!(c["master_count"], 3);
+
+    // 3 → 5 rejected by the KCP webhook (TopologyReconciled=False/ReconcileFailed).
+    let (code, body) = http(
+        port,
+        "POST",
+        "/v1/clusters/k8s/actions/resize",
+        Some(&json!({"node_count": 5, "nodegroup": "default-master"})),
+    );
+    assert_eq!(code, 202, "{body}");
+    let obj = wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "controlPlane.replicas 5",
+        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(5)),
+    )
+    .await;
+    let generation = obj
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(json!(1));
+    let reason = format!(
+        "failed to patch KubeadmControlPlane {}/{stack}-control-plane: admission webhook \"validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: spec.replicas: Forbidden: cannot scale to 5 replicas while etcd is unhealthy",
+        kube.ns
+    );
+    kube.status(
+        &kube.res.cluster,
+        &stack,
+        json!({"conditions": [{"type": "TopologyReconciled", "status": "False",
+        "reason": "ReconcileFailed", "message": reason, "observedGeneration": generation,
+        "lastTransitionTime": "2026-12-02T00:00:00Z"}]}),
+    )
+    .await;
+    let ng = wait_for(
+        port,
+        "/v1/clusters/k8s/nodegroups/default-master",
+        "UPDATE_FAILED",
+        |v| v["status"] == "UPDATE_FAILED",
+    );
+    assert_eq!(ng["status_reason"], json!(reason));
+    assert_eq!(ng["node_count"], 3, "the previous count is restored");
+    let c = wait_for(port, "/v1/clusters/k8s", "cluster UPDATE_FAILED", |v| {
+        v["status"] == "UPDATE_FAILED"
+    });
+    assert_eq!(c["status_reason"], json!(reason));
+    assert_eq!(c["faults"]["default-master"], json!(reason));
+
+    // The controller recovers; 3 → 1 naming one control-plane node: that Machine is marked.
+    kube.status(&kube.res.cluster, &stack, json!({"conditions": [{"type": "TopologyReconciled", "status": "True",
+        "reason": "ReconcileSucceeded", "observedGeneration": generation, "lastTransitionTime": "2026-12-02T00:00:01Z"}]}))
+        .await;
+    for i in 1..=3 {
+        kube.create(&kube.res.machine, json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {"name": format!("{stack}-cp-{i}"), "namespace": kube.ns,
+                         "labels": {"cluster.x-k8s.io/cluster-name": stack, "cluster.x-k8s.io/control-plane": ""}},
+            "spec": {"clusterName": stack, "providerID": format!("openstack:///server-{i}"),
+                     "bootstrap": {"dataSecretName": "x"},
+                     "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachine", "name": format!("m{i}")}},
+        })).await;
+    }
+    let (code, body) = http(
+        port,
+        "POST",
+        "/v1/clusters/k8s/actions/resize",
+        Some(
+            &json!({"node_count": 1, "nodegroup": "default-master", "nodes_to_remove": ["server-2"]}),
+        ),
+    );
+    assert_eq!(code, 202, "{body}");
+    let m = wait_object(
+        &kube,
+        &kube.res.machine,
+        &format!("{stack}-cp-2"),
+        "delete-machine annotation",
+        |m| {
+            m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine")
+                .is_some()
+        },
+    )
+    .await;
+    assert_eq!(
+        m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine"),
+        Some(&json!("yes"))
+    );
+    for other in [1, 3] {
+        let m = kube
+            .get(&kube.res.machine, &format!("{stack}-cp-{other}"))
+            .await;
+        assert!(
+            m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine")
+                .is_none(),
+            "{m}"
+        );
+    }
+    wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "controlPlane.replicas 1",
+        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(1)),
+    )
+    .await;
+    kube.control_plane_at(&stack, 1).await;
+    wait_for(
+        port,
+        "/v1/clusters/k8s/nodegroups/default-master",
+        "UPDATE_COMPLETE",
+        |v| v["status"] == "UPDATE_COMPLETE" && v["node_count"] == 1,
+    );
+
+    // Two concurrent worker resizes on different nodegroups both land.
+    let (code, body) = http(
+        port,
+        "POST",
+        "/v1/clusters/k8s/nodegroups",
+        Some(&json!({"name": "ng-b", "node_count": 1})),
+    );
+    assert_eq!(code, 202, "{body}");
+    wait_object(&kube, &kube.res.cluster, &stack, "worker entry ng-b", |c| {
+        c.pointer("/spec/topology/workers/machineDeployments")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.len() == 2)
+    })
+    .await;
+    kube.create_md(&stack, "ng-b", 1).await;
+    wait_for(
+        port,
+        "/v1/clusters/k8s/nodegroups/ng-b",
+        "ng-b CREATE_COMPLETE",
+        |v| v["status"] == "CREATE_COMPLETE",
+    );
+    let a = std::thread::spawn(move || {
+        http(
+            port,
+            "POST",
+            "/v1/clusters/k8s/actions/resize",
+            Some(&json!({"node_count": 4, "nodegroup": "default-worker"})),
+        )
+    });
+    let b = std::thread::spawn(move || {
+        http(
+            port,
+            "POST",
+            "/v1/clusters/k8s/actions/resize",
+            Some(&json!({"node_count": 3, "nodegroup": "ng-b"})),
+        )
+    });
+    assert_eq!(a.join().expect("a").0, 202);
+    assert_eq!(b.join().expect("b").0, 202);
+    let c = wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "both worker counts",
+        |c| {
+            let mds = c
+                .pointer("/spec/topology/workers/machineDeployments")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let replicas = |n: &str| {
+                mds.iter()
+                    .find(|m| m["name"] == n)
+                    .and_then(|m| m["replicas"].as_i64())
+            };
+            replicas("default-worker") == Some(4) && replicas("ng-b") == Some(3)
+        },
+    )
+    .await;
+    assert_eq!(
+        c.pointer("/spec/topology/controlPlane/replicas"),
+        Some(&json!(1)),
+        "other fields untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_progress_within_the_deadline_is_update_failed_with_a_reason() {
+    let kube = Kube::connect().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("magnum-rs.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[drivers.cluster_api]\nnamespace = \"{}\"\nprogress_deadline_seconds = 2\n\
+             [[drivers.cluster_api.management_clusters]]\nname = \"test\"\nkubeconfig = \"{}\"\n",
+            kube.ns, kube.kubeconfig
+        ),
+    )
+    .expect("config");
+    let url = format!("sqlite://{}", dir.path().join("capi.db").display());
+    let cfg = config.display().to_string();
+    let server = Server::start(&url, dir.path(), &["--config", &cfg]);
+    let port = server.port;
+    let (code, _) = http(
+        port,
+        "POST",
+        "/v1/clustertemplates",
+        Some(&json!({"name": "capi", "coe": "kubernetes",
+        "image_id": "img", "cluster_distro": "ubuntu", "labels": {"kube_tag": "v1.30.4"}})),
+    );
+    assert_eq!(code, 201);
+    let (code, _) = http(
+        port,
+        "POST",
+        "/v1/clusters",
+        Some(&json!({"name": "k8s", "cluster_template_id": "capi"})),
+    );
+    assert_eq!(code, 202);
+    // Nobody plays the controller: the create makes no progress.
+    let c = wait_for(port, "/v1/clusters/k8s", "CREATE_FAILED", |v| {
+        v["status"] == "CREATE_FAILED"
+    });
+    let reason = c["status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("Cluster API made no progress on"),
+        "{reason}"
+    );
+    assert!(reason.ends_with("within 2 seconds"), "{reason}");
+}
