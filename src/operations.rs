@@ -96,6 +96,8 @@ struct Subject {
     /// For an upgrade, the template to move to (Magnum's driver `upgrade_cluster` gets the
     /// new template; the driver itself is the one of the current template).
     upgrade_to: Option<ClusterTemplate>,
+    /// For a cluster create, all its nodegroups (the driver builds the topology from them).
+    nodegroups: Vec<NodeGroup>,
 }
 
 async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String>, sqlx::Error> {
@@ -133,12 +135,21 @@ async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String
         },
         _ => None,
     };
+    let nodegroups = if op.kind == OpKind::CreateCluster {
+        state
+            .store
+            .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+            .await?
+    } else {
+        Vec::new()
+    };
     Ok(Ok(Subject {
         cluster,
         template,
         driver,
         nodegroup,
         upgrade_to,
+        nodegroups,
     }))
 }
 
@@ -218,8 +229,7 @@ async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
     };
     Ok(match op.kind {
         OpKind::CreateCluster => {
-            let ngs: Vec<NodeGroup> = Vec::new();
-            Done::Created(d.create_cluster(&s.cluster, &s.template, &ngs).await?)
+            Done::Created(d.create_cluster(&s.cluster, &s.template, &s.nodegroups).await?)
         }
         OpKind::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
         OpKind::Resize => {

@@ -149,7 +149,13 @@ pub(crate) async fn insert_operation(
 
 fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error> {
     let kind: String = row.try_get("kind")?;
-    let payload: Option<String> = row.try_get("payload")?;
+    // A MySQL TEXT column reaches the `Any` driver as BLOB: read it as bytes there.
+    let payload: Option<String> = match row.try_get::<Option<String>, _>("payload") {
+        Ok(p) => p,
+        Err(_) => row
+            .try_get::<Option<Vec<u8>>, _>("payload")?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+    };
     Ok(Operation {
         id: row.try_get("id")?,
         kind: OpKind::parse(&kind)

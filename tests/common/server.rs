@@ -24,6 +24,11 @@ impl Server {
     /// Starts `magnum-rs serve` with the given database and extra arguments, and waits until
     /// `GET /` answers (bounded).
     pub fn start(database_url: &str, dir: &Path, extra: &[&str]) -> Server {
+        Server::start_with_env(database_url, dir, extra, &[])
+    }
+
+    /// As [`Server::start`], with extra environment variables.
+    pub fn start_with_env(database_url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let port = free_port();
         let log = dir.join(format!("magnum-rs-{port}.log"));
         let out = std::fs::File::create(&log).expect("log file");
@@ -36,6 +41,7 @@ impl Server {
             .args(extra)
             .arg("serve")
             .current_dir(dir)
+            .envs(env.iter().copied())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
         let child = cmd.spawn().expect("spawn magnum-rs");
