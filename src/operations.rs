@@ -228,9 +228,10 @@ async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
             .ok_or_else(|| DriverError::Rejected("the operation names no nodegroup".into()))
     };
     Ok(match op.kind {
-        OpKind::CreateCluster => {
-            Done::Created(d.create_cluster(&s.cluster, &s.template, &s.nodegroups).await?)
-        }
+        OpKind::CreateCluster => Done::Created(
+            d.create_cluster(&s.cluster, &s.template, &s.nodegroups)
+                .await?,
+        ),
         OpKind::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
         OpKind::Resize => {
             let nodes_to_remove = op

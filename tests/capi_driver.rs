@@ -637,8 +637,14 @@ async fn one_replica_leads_and_the_next_leader_runs_what_a_dead_one_left() {
     .expect("config");
     let url = format!("sqlite://{}", dir.path().join("shared.db").display());
     let cfg = config.display().to_string();
-    let mut a = Server::start_with_env(&url, dir.path(), &["--config", &cfg], &[("HOSTNAME", "replica-a")]);
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(kube.client.clone(), &kube.ns);
+    let mut a = Server::start_with_env(
+        &url,
+        dir.path(),
+        &["--config", &cfg],
+        &[("HOSTNAME", "replica-a")],
+    );
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(kube.client.clone(), &kube.ns);
     let holder = || async {
         leases
             .get_opt("magnum-rs")
@@ -654,31 +660,79 @@ async fn one_replica_leads_and_the_next_leader_runs_what_a_dead_one_left() {
         assert!(Instant::now() < deadline, "replica-a never took the lease");
         tokio::task::yield_now().await;
     }
-    let b = Server::start_with_env(&url, dir.path(), &["--config", &cfg], &[("HOSTNAME", "replica-b")]);
-    assert!(holder().await.starts_with("replica-a"), "one leader at a time");
+    let b = Server::start_with_env(
+        &url,
+        dir.path(),
+        &["--config", &cfg],
+        &[("HOSTNAME", "replica-b")],
+    );
+    assert!(
+        holder().await.starts_with("replica-a"),
+        "one leader at a time"
+    );
 
     // A cluster, created through replica-a and completed by the controller (played here).
-    let (code, _) = http(a.port, "POST", "/v1/clustertemplates", Some(&json!({"name": "capi", "coe": "kubernetes",
-        "image_id": "img", "cluster_distro": "ubuntu", "master_lb_enabled": true, "labels": {"kube_tag": "v1.30.4"}})));
+    let (code, _) = http(
+        a.port,
+        "POST",
+        "/v1/clustertemplates",
+        Some(&json!({"name": "capi", "coe": "kubernetes",
+        "image_id": "img", "cluster_distro": "ubuntu", "master_lb_enabled": true, "labels": {"kube_tag": "v1.30.4"}})),
+    );
     assert_eq!(code, 201);
-    let (code, _) = http(a.port, "POST", "/v1/clusters", Some(&json!({"name": "k8s", "cluster_template_id": "capi"})));
+    let (code, _) = http(
+        a.port,
+        "POST",
+        "/v1/clusters",
+        Some(&json!({"name": "k8s", "cluster_template_id": "capi"})),
+    );
     assert_eq!(code, 202);
-    let shown = wait_for(a.port, "/v1/clusters/k8s", "stack id", |v| v["cluster_id"].as_str().is_some_and(|s| s.starts_with("kube-")));
+    let shown = wait_for(a.port, "/v1/clusters/k8s", "stack id", |v| {
+        v["cluster_id"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("kube-"))
+    });
     let stack = shown["cluster_id"].as_str().unwrap_or_default().to_string();
-    wait_object(&kube, &kube.res.cluster, &stack, "the Cluster object", |_| true).await;
+    wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "the Cluster object",
+        |_| true,
+    )
+    .await;
     kube.materialize(&stack).await;
-    wait_for(a.port, "/v1/clusters/k8s", "CREATE_COMPLETE", |v| v["status"] == "CREATE_COMPLETE");
+    wait_for(a.port, "/v1/clusters/k8s", "CREATE_COMPLETE", |v| {
+        v["status"] == "CREATE_COMPLETE"
+    });
 
     // The leader dies; a resize accepted by replica-b waits for b to lead, then runs once.
     a.child.kill().expect("kill replica-a");
     let _ = a.child.wait();
-    let (code, body) = http(b.port, "POST", "/v1/clusters/k8s/actions/resize", Some(&json!({"node_count": 3, "nodegroup": "default-master"})));
+    let (code, body) = http(
+        b.port,
+        "POST",
+        "/v1/clusters/k8s/actions/resize",
+        Some(&json!({"node_count": 3, "nodegroup": "default-master"})),
+    );
     assert_eq!(code, 202, "{body}");
-    wait_object(&kube, &kube.res.cluster, &stack, "controlPlane.replicas 3 from replica-b", |c| {
-        c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(3))
-    })
+    wait_object(
+        &kube,
+        &kube.res.cluster,
+        &stack,
+        "controlPlane.replicas 3 from replica-b",
+        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(3)),
+    )
     .await;
-    assert!(holder().await.starts_with("replica-b"), "replica-b leads after replica-a died");
+    assert!(
+        holder().await.starts_with("replica-b"),
+        "replica-b leads after replica-a died"
+    );
     kube.control_plane_at(&stack, 3).await;
-    wait_for(b.port, "/v1/clusters/k8s/nodegroups/default-master", "UPDATE_COMPLETE", |v| v["status"] == "UPDATE_COMPLETE");
+    wait_for(
+        b.port,
+        "/v1/clusters/k8s/nodegroups/default-master",
+        "UPDATE_COMPLETE",
+        |v| v["status"] == "UPDATE_COMPLETE",
+    );
 }

@@ -140,17 +140,14 @@ impl Body {
         let Some(v) = self.get(name) else {
             return Ok(None);
         };
+        // WSME's `StringType.validate`: no conversion of other JSON types.
         let s = match v {
             Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
             other => {
                 return Err(ApiError::invalid_input(
                     name,
                     py_str(other),
-                    format!(
-                        "Wrong type. Expected '<class 'str'>', got '{}'",
-                        py_type(other)
-                    ),
+                    "Value should be string",
                 ))
             }
         };
@@ -172,38 +169,61 @@ impl Body {
         Ok(Some(s))
     }
 
+    /// A `wtypes.text` attribute (no length constraints; WSME's builtin type check).
+    pub fn text(&self, name: &str) -> ApiResult<Option<String>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(ApiError::invalid_input(
+                name,
+                py_str(other),
+                format!(
+                    "Wrong type. Expected '<class 'str'>', got '<class '{}'>'",
+                    py_type(other)
+                ),
+            )),
+        }
+    }
+
+    /// `dict_fromjson` refusing a non-dict: WSME reports it against the whole body.
+    fn not_a_dict(&self, v: &Value) -> ApiError {
+        ApiError::invalid_input(
+            self.argname,
+            py_str(&Value::Object(self.map.clone())),
+            format!("Value not a valid dict: {}", py_str(v)),
+        )
+    }
+
+    /// A `types.uuid` attribute: its validator raises `InvalidUUID` unwrapped by WSME.
+    pub fn uuid(&self, name: &str) -> ApiResult<Option<String>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let s = match v {
+            Value::String(s) => s.clone(),
+            other => py_str(other),
+        };
+        if !super::query::is_uuid_like(&s) {
+            return Err(ApiError::InvalidUuid(s));
+        }
+        Ok(Some(s))
+    }
+
     /// A boolean attribute (strict `bool_from_string`).
     pub fn boolean(&self, name: &str) -> ApiResult<Option<bool>> {
         let Some(v) = self.get(name) else {
             return Ok(None);
         };
-        let b = match v {
-            Value::Bool(b) => *b,
-            Value::Number(n) if n.as_i64() == Some(1) => true,
-            Value::Number(n) if n.as_i64() == Some(0) => false,
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "1" | "t" | "true" | "on" | "y" | "yes" => true,
-                "0" | "f" | "false" | "off" | "n" | "no" => false,
-                _ => {
-                    return Err(ApiError::invalid_input(
-                        name,
-                        s,
-                        format!(
-                            "Unrecognized value '{s}', acceptable values are: '0', '1', 'f', \
-                             'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"
-                        ),
-                    ))
-                }
-            },
-            other => {
-                return Err(ApiError::invalid_input(
-                    name,
-                    py_str(other),
-                    "Value not a valid boolean",
-                ))
-            }
+        // `types.BooleanType` raises `exception.Invalid(e)`, which WSME passes through
+        // without the "Invalid input for field/attribute" frame.
+        let subject = match v {
+            Value::Bool(b) => return Ok(Some(*b)),
+            Value::String(s) => s.clone(),
+            other => py_str(other),
         };
-        Ok(Some(b))
+        bool_from_string(&subject)
+            .map(Some)
+            .map_err(ApiError::InvalidParameterValue)
     }
 
     /// A dict of str → (str|int|bool|float), stored by Magnum as strings.
@@ -212,11 +232,7 @@ impl Body {
             return Ok(None);
         };
         let Value::Object(m) = v else {
-            return Err(ApiError::invalid_input(
-                name,
-                py_str(v),
-                "Value not a valid dict",
-            ));
+            return Err(self.not_a_dict(v));
         };
         let mut out = Map::new();
         for (k, val) in m {
@@ -227,7 +243,7 @@ impl Body {
                     return Err(ApiError::invalid_input(
                         name,
                         py_str(v),
-                        format!("Wrong type. Expected '(<class 'str'>, <class 'int'>, <class 'bool'>, <class 'float'>)', got '{}'", py_type(other)),
+                        format!("Wrong type. Expected '(<class 'str'>, <class 'int'>, <class 'bool'>, <class 'float'>)', got '<class '{}'>'", py_type(other)),
                     ))
                 }
             };
@@ -241,11 +257,7 @@ impl Body {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m.clone())),
-            Some(v) => Err(ApiError::invalid_input(
-                name,
-                py_str(v),
-                "Value not a valid dict",
-            )),
+            Some(v) => Err(self.not_a_dict(v)),
         }
     }
 
@@ -260,6 +272,18 @@ impl Body {
                 format!("Value not a valid list: {}", py_str(v)),
             )),
         }
+    }
+}
+
+/// oslo's `strutils.bool_from_string(subject, strict=True)`; the error is its message.
+pub fn bool_from_string(subject: &str) -> Result<bool, String> {
+    match subject.trim().to_lowercase().as_str() {
+        "1" | "t" | "true" | "on" | "y" | "yes" => Ok(true),
+        "0" | "f" | "false" | "off" | "n" | "no" => Ok(false),
+        _ => Err(format!(
+            "Unrecognized value '{subject}', acceptable values are: '0', '1', 'f', 'false', \
+             'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"
+        )),
     }
 }
 

@@ -77,8 +77,11 @@ const NON_REMOVABLE: &[&str] = &[
     "/registry_enabled",
     "/cluster_distro",
     "/hidden",
+    // `image_id` is a mandatory attribute of the API type.
+    "/image_id",
 ];
 const NETWORK_DRIVERS: [&str; 3] = ["flannel", "calico", "cilium"];
+const DEFAULT_NETWORK_DRIVER: &str = "flannel";
 const VOLUME_DRIVERS: [&str; 1] = ["cinder"];
 
 /// The API dictionary of a template (every field, `null` where unset), without links.
@@ -249,15 +252,7 @@ async fn show_template(
 
 /// Reads and validates a template's fields from a body or a patched dictionary.
 fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
-    if let Some(u) = b.raw().get("uuid").and_then(Value::as_str) {
-        if !super::query::is_uuid_like(u) {
-            return Err(ApiError::invalid_input(
-                "uuid",
-                u,
-                format!("unable to convert to uuid. Error: Expected a uuid but received {u}."),
-            ));
-        }
-    }
+    b.uuid("uuid")?;
     let s = |name: &str| b.string(name, 1, 255);
     into.name = s("name")?;
     into.coe = s("coe")?;
@@ -312,6 +307,14 @@ fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
 
 /// `Validator` checks of `magnum/api/validation.py` (server type, network and volume driver).
 fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
+    // `Validator.get_coe_validator`: WSME drops the Enum's `mandatory`, so a missing coe
+    // gets this far.
+    if t.coe.as_deref() != Some("kubernetes") {
+        return Err(ApiError::InvalidParameterValue(format!(
+            "Requested COE type {} is not supported.",
+            t.coe.as_deref().unwrap_or("None")
+        )));
+    }
     let server_type = t.server_type.as_deref().unwrap_or("vm");
     if !["vm", "bm"].contains(&server_type) {
         return Err(ApiError::InvalidParameterValue(format!(
@@ -346,11 +349,15 @@ async fn create_template(
 ) -> ApiResult<Response> {
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "cluster_template", WRITABLE, READ_ONLY)?;
-    b.mandatory("coe")?;
     b.mandatory("image_id")?;
     let mut t = ClusterTemplate::default();
     template_from_body(&b, &mut t)?;
     validate_drivers(&t)?;
+    // `_enforce_network_driver_types` stores the default for kubernetes
+    // (`[cluster_template] kubernetes_default_network_driver`).
+    if t.network_driver.is_none() {
+        t.network_driver = Some(DEFAULT_NETWORK_DRIVER.into());
+    }
     // enforce_driver_supported: the named driver, else the one providing the triple.
     let driver = state
         .drivers
@@ -433,6 +440,11 @@ async fn update_template(
         enforce(&state, &ctx, "clustertemplate:publish")
             .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
     }
+    if state.store.clusters_using_template(&current.uuid).await? > 0
+        && !referenced_update_allowed(&current, &t)
+    {
+        return Err(ApiError::ClusterTemplateReferenced(current.uuid.clone()));
+    }
     state.store.update_template(&t).await?;
     let saved = state
         .store
@@ -440,6 +452,25 @@ async fn update_template(
         .await?
         .ok_or_else(|| ApiError::ClusterTemplateNotFound(ident.clone()))?;
     Ok(Json(render(&saved, &base_url(&headers))))
+}
+
+/// `_do_update_cluster_template`: a template used by clusters may only be renamed, or have
+/// exactly one of `public` (to true), `hidden` or `tags` (to a value) changed.
+fn referenced_update_allowed(current: &ClusterTemplate, new: &ClusterTemplate) -> bool {
+    let before = template_doc(current);
+    let after = template_doc(new);
+    let changed: Vec<&str> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !matches!(*k, "created_at" | "updated_at"))
+        .collect();
+    match changed.as_slice() {
+        ["name"] | ["hidden"] => true,
+        ["public"] => new.public == Some(true),
+        ["tags"] => new.tags.is_some(),
+        _ => false,
+    }
 }
 
 /// Mirrors `ClusterTemplatesController.delete` (204).
@@ -466,7 +497,8 @@ async fn delete_template(
         t.user_id.as_deref(),
     )?;
     if state.store.clusters_using_template(&t.uuid).await? > 0 {
-        return Err(ApiError::ClusterTemplateReferenced(ident));
+        // `destroy()` passes the template's uuid, whatever identifier the client used.
+        return Err(ApiError::ClusterTemplateReferenced(t.uuid.clone()));
     }
     state.store.delete_template(t.id).await?;
     Ok(StatusCode::NO_CONTENT)

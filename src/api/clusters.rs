@@ -431,15 +431,15 @@ async fn create_cluster(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "cluster", WRITABLE, READ_ONLY)?;
+    // Validated, then ignored: the new cluster always gets a fresh uuid.
+    b.uuid("uuid")?;
     // WSME attribute validation.
     let name = b.string("name", 1, 242)?;
     if let Some(n) = &name {
         check_name_pattern("name", n)?;
     }
     b.mandatory("cluster_template_id")?;
-    let template_ident = b
-        .string("cluster_template_id", 0, usize::MAX)?
-        .unwrap_or_default();
+    let template_ident = b.text("cluster_template_id")?.unwrap_or_default();
     let keypair = b.string("keypair", 1, 255)?;
     let node_count = b.int("node_count", Some(0))?.unwrap_or(1);
     let master_count = b.int("master_count", Some(1))?.unwrap_or(1);
@@ -453,7 +453,7 @@ async fn create_cluster(
     let floating_ip_enabled = b.boolean("floating_ip_enabled")?;
     let master_lb_enabled = b.boolean("master_lb_enabled")?;
     let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
-    let discovery_url = b.string("discovery_url", 0, usize::MAX)?;
+    let discovery_url = b.text("discovery_url")?;
 
     // Decorators: template lookup (400 instead of 404 below 1.10), cluster type, master size.
     let scope = lookup::template_scope(&ctx, false);
@@ -614,11 +614,14 @@ async fn update_cluster(
     };
     let q = Query::parse(raw.as_deref(), allowed)?;
     if let Some(r) = q.get("rollback") {
-        super::body::Body::from_map(
-            "rollback",
-            Map::from_iter([("rollback".to_string(), Value::String(r.into()))]),
-        )
-        .boolean("rollback")?;
+        // A query argument: WSME frames the converter's error.
+        super::body::bool_from_string(r).map_err(|e| {
+            ApiError::invalid_input(
+                "rollback",
+                r,
+                format!("unable to convert to boolean. Error: {e}"),
+            )
+        })?;
     }
     let ops = jsonpatch::parse(&bytes, PATCH_INTERNAL, &["/cluster_template_id"])?;
     let _ = BASE_INTERNAL;

@@ -295,13 +295,13 @@ fn read_attrs(b: &Body, ng: &mut NodeGroup) -> ApiResult<()> {
     ng.max_node_count = b.int("max_node_count", Some(0))?;
     if b.has("node_labels") {
         let m = b.object("node_labels")?.unwrap_or_default();
-        for (k, v) in &m {
+        for v in m.values() {
             if !v.is_string() {
                 return Err(ApiError::invalid_input(
                     "node_labels",
                     super::body::py_str(&Value::Object(m.clone())),
                     format!(
-                        "Wrong type. Expected '<class 'str'>', got '{}' for key {k}",
+                        "Wrong type. Expected '<class 'str'>', got '<class '{}'>'",
                         super::body::py_type(v)
                     ),
                 ));
@@ -393,7 +393,7 @@ fn validate(
             format!(
                 "node label '{key}' is in a restricted Kubernetes namespace; the kubelet will refuse to start. \
                  Labels in the kubernetes.io/ and k8s.io/ namespaces must use one of the allowed prefixes ({}) \
-                 or be one of the allowed labels ({})",
+                 or be one of the allowed labels ({}).",
                 KUBELET_ALLOWED_NAMESPACES.join(", "),
                 KUBELET_ALLOWED_LABELS.join(", ")
             ),
@@ -489,6 +489,9 @@ async fn create_nodegroup(
     version.require(MIN_VERSION, "post")?;
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "nodegroup", WRITABLE, READ_ONLY)?;
+    // Validated, then overwritten (a fresh uuid, the cluster's uuid).
+    b.uuid("uuid")?;
+    b.uuid("cluster_id")?;
     let mut ng = NodeGroup {
         role: Some("worker".into()),
         node_count: 1,

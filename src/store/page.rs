@@ -58,7 +58,7 @@ impl Page {
                      OR ({m} IS NOT NULL AND t.{sk} IS NULL) \
                      OR ({m} IS NULL AND t.{sk} IS NULL AND t.id < ?))"
                 ));
-                for b in [mid, mid, mid, mid, mid, mid, mid] {
+                for b in [mid, mid, mid, mid, mid, mid] {
                     binds.push(Bind::Int(Some(b)));
                 }
             }

@@ -28,7 +28,12 @@ impl Server {
     }
 
     /// As [`Server::start`], with extra environment variables.
-    pub fn start_with_env(database_url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    pub fn start_with_env(
+        database_url: &str,
+        dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let port = free_port();
         let log = dir.join(format!("magnum-rs-{port}.log"));
         let out = std::fs::File::create(&log).expect("log file");
