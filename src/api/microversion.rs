@@ -58,13 +58,26 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// A version as the client wrote it (possibly negative or huge), echoed in refusals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requested {
+    pub major: i64,
+    pub minor: i64,
+}
+
+impl std::fmt::Display for Requested {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// Why a header was refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// Malformed: the plain webob 406 with this detail.
     Malformed(&'static str),
     /// Well-formed but outside the range, or another major version.
-    Unsupported { requested: Version },
+    Unsupported { requested: Requested },
 }
 
 /// Parses the header value the way Magnum does (§2.2 of the reference).
@@ -97,14 +110,13 @@ pub fn negotiate(value: Option<&str>) -> Result<Version, Refusal> {
             ))
         }
     };
-    let requested = Version::new(
-        u32::try_from(major).unwrap_or(u32::MAX),
-        u32::try_from(minor).unwrap_or(u32::MAX),
-    );
-    if major != 1 || requested < MIN || requested > MAX {
-        return Err(Refusal::Unsupported { requested });
+    let in_range = major == 1 && (i64::from(MIN.minor)..=i64::from(MAX.minor)).contains(&minor);
+    match (in_range, u32::try_from(minor)) {
+        (true, Ok(minor)) => Ok(Version::new(1, minor)),
+        _ => Err(Refusal::Unsupported {
+            requested: Requested { major, minor },
+        }),
     }
-    Ok(requested)
 }
 
 /// Python's `int()` on a string: surrounding whitespace and a sign are allowed.
@@ -122,7 +134,7 @@ fn range_text() -> String {
 }
 
 /// The description of `HTTPNotAcceptableAPIVersion`.
-fn unsupported_description(requested: Version) -> String {
+fn unsupported_description(requested: Requested) -> String {
     if requested.major != 1 {
         format!(
             "Mutually exclusive versions requested. Version {requested} requested but not \
@@ -269,15 +281,28 @@ mod tests {
         assert_eq!(
             negotiate(Some("container-infra 1.99")),
             Err(Refusal::Unsupported {
-                requested: Version::new(1, 99)
+                requested: Requested {
+                    major: 1,
+                    minor: 99
+                }
             })
         );
         assert_eq!(
             negotiate(Some("container-infra 2.0")),
             Err(Refusal::Unsupported {
-                requested: Version::new(2, 0)
+                requested: Requested { major: 2, minor: 0 }
             })
         );
-        assert!(unsupported_description(Version::new(2, 0)).contains("service.The supported"));
+        assert!(unsupported_description(Requested { major: 2, minor: 0 })
+            .contains("service.The supported"));
+        assert_eq!(
+            negotiate(Some("container-infra 1.-1"))
+                .err()
+                .map(|r| match r {
+                    Refusal::Unsupported { requested } => requested.to_string(),
+                    Refusal::Malformed(m) => m.to_string(),
+                }),
+            Some("1.-1".to_string())
+        );
     }
 }
