@@ -602,9 +602,10 @@ pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(),
             }
             let ops = store.operations_of_cluster(&cluster.uuid).await?;
             if let Some(op) = ops.iter().rev().find(|o| {
+                // RUNNING too: the report can overtake the worker marking the op done.
                 o.kind == OpKind::Resize
                     && o.nodegroup_id == Some(ng.id)
-                    && o.state == op_state::DONE
+                    && (o.state == op_state::DONE || o.state == op_state::RUNNING)
             }) {
                 if let (Some(new), Some(old)) = (op.new_count, op.old_count) {
                     store.restore_count(ng.id, new, old).await?;

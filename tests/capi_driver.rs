@@ -131,7 +131,14 @@ impl Kube {
     /// What the topology controller would create for a new cluster: the KCP and one MD per
     /// worker entry, with the labels Cluster API puts on them.
     async fn materialize(&self, stack: &str) {
-        let c = self.get(&self.res.cluster, stack).await;
+        // The infrastructure provider publishes the control-plane endpoint.
+        let c = self
+            .merge(
+                &self.res.cluster,
+                stack,
+                json!({"spec": {"controlPlaneEndpoint": {"host": "203.0.113.10", "port": 6443}}}),
+            )
+            .await;
         let cp = c
             .pointer("/spec/topology/controlPlane/replicas")
             .and_then(Value::as_i64)
@@ -447,9 +454,14 @@ async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
     assert_eq!(c["faults"]["default-master"], json!(reason));
 
     // The controller recovers; 3 → 1 naming one control-plane node: that Machine is marked.
-    kube.status(&kube.res.cluster, &stack, json!({"conditions": [{"type": "TopologyReconciled", "status": "True",
-        "reason": "ReconcileSucceeded", "observedGeneration": generation, "lastTransitionTime": "2026-12-02T00:00:01Z"}]}))
-        .await;
+    kube.status(
+        &kube.res.cluster,
+        &stack,
+        json!({"conditions": [{"type": "TopologyReconciled", "status": "True",
+        "reason": "ReconcileSucceeded", "message": "", "observedGeneration": generation,
+        "lastTransitionTime": "2026-12-02T00:00:01Z"}]}),
+    )
+    .await;
     for i in 1..=3 {
         kube.create(&kube.res.machine, json!({
             "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
