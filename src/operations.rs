@@ -503,9 +503,9 @@ fn in_progress(s: Option<&str>) -> bool {
 pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(), sqlx::Error> {
     let store = &state.store;
     let stack_id = match report {
-        StatusReport::NodeGroup { stack_id, .. } | StatusReport::ClusterFacts { stack_id, .. } => {
-            stack_id
-        }
+        StatusReport::NodeGroup { stack_id, .. }
+        | StatusReport::ClusterFacts { stack_id, .. }
+        | StatusReport::Addresses { stack_id, .. } => stack_id,
     };
     let Some(cluster) = store
         .find_clusters(&Tenancy::All, "stack_id", stack_id)
@@ -530,6 +530,28 @@ pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(),
             }
             if !ch.is_empty() {
                 store.update_cluster(cluster.id, &ch).await?;
+            }
+            return Ok(());
+        }
+        StatusReport::Addresses {
+            nodegroup,
+            addresses,
+            ..
+        } => {
+            let ngs = store
+                .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+                .await?;
+            let found = ngs.iter().find(|n| match nodegroup {
+                NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
+                NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
+            });
+            if let Some(ng) = found {
+                let new: Vec<Value> = addresses.iter().cloned().map(Value::String).collect();
+                if ng.node_addresses.as_ref() != Some(&new) {
+                    store
+                        .update_nodegroup(ng.id, &[("node_addresses", Bind::json_list(&Some(new)))])
+                        .await?;
+                }
             }
             return Ok(());
         }

@@ -180,7 +180,15 @@ impl Kube {
     }
 }
 
-fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
+/// The server's database: MariaDB when the suite runs on it, else a SQLite file in `dir`.
+async fn database_url(dir: &std::path::Path) -> String {
+    match std::env::var("MAGNUM_RS_TEST_MYSQL_URL") {
+        Ok(base) if !base.is_empty() => common::fresh_database().await.url,
+        _ => format!("sqlite://{}", dir.join("capi.db").display()),
+    }
+}
+
+async fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
     let config = dir.join("magnum-rs.toml");
     std::fs::write(
         &config,
@@ -191,7 +199,7 @@ fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
         ),
     )
     .expect("config");
-    let url = format!("sqlite://{}", dir.join("capi.db").display());
+    let url = database_url(dir).await;
     let cfg = config.display().to_string();
     Server::start(&url, dir, &["--config", &cfg])
 }
@@ -356,7 +364,7 @@ fn wait_for_cli(
 async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
     let kube = Kube::connect().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_server(&kube, dir.path());
+    let server = start_server(&kube, dir.path()).await;
     let (stack, _uuid) = cluster_on_capi(&kube, &server).await;
     let port = server.port;
 
@@ -472,6 +480,15 @@ async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
                      "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachine", "name": format!("m{i}")}},
         })).await;
     }
+    for i in 1..=3 {
+        kube.status(
+            &kube.res.machine,
+            &format!("{stack}-cp-{i}"),
+            json!({"addresses": [{"type": "InternalIP", "address": format!("10.0.0.1{i}")},
+                                 {"type": "ExternalIP", "address": format!("203.0.113.1{i}")}]}),
+        )
+        .await;
+    }
     let (code, body) = http(
         port,
         "POST",
@@ -515,6 +532,13 @@ async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
     )
     .await;
     kube.control_plane_at(&stack, 1).await;
+    let c = wait_for(
+        port,
+        "/v1/clusters/k8s",
+        "master_addresses from the Machines",
+        |v| v["master_addresses"] == json!(["10.0.0.11", "10.0.0.12", "10.0.0.13"]),
+    );
+    assert_eq!(c["master_count"], 1);
     wait_for(
         port,
         "/v1/clusters/k8s/nodegroups/default-master",
@@ -602,7 +626,7 @@ async fn no_progress_within_the_deadline_is_update_failed_with_a_reason() {
         ),
     )
     .expect("config");
-    let url = format!("sqlite://{}", dir.path().join("capi.db").display());
+    let url = database_url(dir.path()).await;
     let cfg = config.display().to_string();
     let server = Server::start(&url, dir.path(), &["--config", &cfg]);
     let port = server.port;
@@ -647,7 +671,7 @@ async fn one_replica_leads_and_the_next_leader_runs_what_a_dead_one_left() {
         ),
     )
     .expect("config");
-    let url = format!("sqlite://{}", dir.path().join("shared.db").display());
+    let url = database_url(dir.path()).await;
     let cfg = config.display().to_string();
     let mut a = Server::start_with_env(
         &url,

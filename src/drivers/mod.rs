@@ -88,6 +88,12 @@ pub enum StatusReport {
         api_address: Option<String>,
         coe_version: Option<String>,
     },
+    /// The addresses of a nodegroup's nodes (Magnum's `node_addresses`).
+    Addresses {
+        stack_id: String,
+        nodegroup: NodeGroupRef,
+        addresses: Vec<String>,
+    },
 }
 
 /// The lifecycle half: every method is called by the operations worker, never on a request

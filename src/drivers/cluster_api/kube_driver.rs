@@ -548,6 +548,7 @@ impl Lifecycle for KubeClusterApiDriver {
                     mc: mc.name.clone(),
                     pending: Arc::clone(&self.pending),
                     reports: reports.clone(),
+                    machines: self.api(mc, &self.resources.machine),
                 };
                 handles.push(tokio::spawn(async move {
                     let mut stream = watcher(api, watcher::Config::default())
@@ -557,7 +558,7 @@ impl Lifecycle for KubeClusterApiDriver {
                     while let Some(item) = stream.next().await {
                         match item {
                             Ok(obj) => match serde_json::to_value(&obj) {
-                                Ok(v) => ctx.observe(kind, &v),
+                                Ok(v) => ctx.observe(kind, &v).await,
                                 Err(e) => tracing::warn!(error = %e, "unreadable object from the watch"),
                             },
                             Err(e) => tracing::warn!(management_cluster = %ctx.mc, error = %e, "watch error; retrying"),
@@ -569,6 +570,7 @@ impl Lifecycle for KubeClusterApiDriver {
                 mc: mc.name.clone(),
                 pending: Arc::clone(&self.pending),
                 reports: reports.clone(),
+                machines: self.api(mc, &self.resources.machine),
             };
             let deadline = self.deadline;
             handles.push(tokio::spawn(async move {
@@ -610,6 +612,7 @@ struct WatchContext {
     mc: String,
     pending: Arc<Mutex<HashMap<PendingKey, Pending>>>,
     reports: mpsc::UnboundedSender<StatusReport>,
+    machines: Api<DynamicObject>,
 }
 
 fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
@@ -623,7 +626,44 @@ impl WatchContext {
         let _ = self.reports.send(report);
     }
 
-    fn observe(&self, kind: Kind, obj: &Value) {
+    /// The addresses of the Machines of one nodegroup, reported when a KCP or MD changes.
+    async fn report_addresses(&self, stack: &str, ng: NodeGroupRef) {
+        let selector = match &ng {
+            NodeGroupRef::ControlPlane => format!(
+                "{}={stack},{}",
+                topology::CLUSTER_NAME_LABEL,
+                topology::CONTROL_PLANE_LABEL
+            ),
+            NodeGroupRef::Worker(name) => {
+                format!(
+                    "{}={stack},{}={name}",
+                    topology::CLUSTER_NAME_LABEL,
+                    topology::DEPLOYMENT_NAME_LABEL
+                )
+            }
+        };
+        let Ok(list) = self
+            .machines
+            .list(&ListParams::default().labels(&selector))
+            .await
+        else {
+            return;
+        };
+        let mut addresses: Vec<String> = list
+            .items
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .flat_map(|m| status::machine_addresses(&m))
+            .collect();
+        addresses.sort();
+        self.send(StatusReport::Addresses {
+            stack_id: stack.to_string(),
+            nodegroup: ng,
+            addresses,
+        });
+    }
+
+    async fn observe(&self, kind: Kind, obj: &Value) {
         match kind {
             Kind::Cluster => self.observe_cluster(obj),
             Kind::ControlPlane => {
@@ -636,6 +676,8 @@ impl WatchContext {
                         });
                     }
                     self.observe_scaled(stack, NodeGroupRef::ControlPlane, obj);
+                    self.report_addresses(stack, NodeGroupRef::ControlPlane)
+                        .await;
                 }
             }
             Kind::MachineDeployment => {
@@ -644,6 +686,8 @@ impl WatchContext {
                     label(obj, topology::DEPLOYMENT_NAME_LABEL),
                 ) {
                     self.observe_scaled(stack, NodeGroupRef::Worker(ng.to_string()), obj);
+                    self.report_addresses(stack, NodeGroupRef::Worker(ng.to_string()))
+                        .await;
                 }
             }
         }

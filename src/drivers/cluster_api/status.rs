@@ -95,6 +95,28 @@ pub fn api_address(cluster: &Value) -> Option<String> {
     Some(format!("https://{host}:{port}"))
 }
 
+/// A Machine's node addresses (`status.addresses`, internal ones first as Magnum lists
+/// fixed IPs).
+pub fn machine_addresses(machine: &Value) -> Vec<String> {
+    let all: Vec<&Value> = machine
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let of = |t: &str| {
+        all.iter()
+            .filter(|a| a.get("type").and_then(Value::as_str) == Some(t))
+            .filter_map(|a| a.get("address").and_then(Value::as_str).map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    let internal = of("InternalIP");
+    if internal.is_empty() {
+        of("ExternalIP")
+    } else {
+        internal
+    }
+}
+
 /// The counters that show progress (a change of them resets the no-progress deadline).
 pub fn progress_marker(object: &Value) -> Vec<Option<i64>> {
     [

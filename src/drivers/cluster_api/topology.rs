@@ -282,11 +282,19 @@ pub fn cluster_object(
         .into_iter()
         .map(|(name, value)| json!({"name": name, "value": value}))
         .collect();
+    // v1beta2 names the ClusterClass by `classRef`; v1beta1 by `class`.
+    let class_field = if api_version == "v1beta1" {
+        json!({"class": class})
+    } else {
+        json!({"classRef": {"name": class}})
+    };
     let mut topology = json!({
-        "classRef": {"name": class},
         "version": kube_version(cluster, template).unwrap_or_default(),
         "controlPlane": {"replicas": masters},
     });
+    if let (Some(t), Some(c)) = (topology.as_object_mut(), class_field.as_object()) {
+        t.extend(c.clone());
+    }
     if !workers.is_empty() {
         topology["workers"] = json!({"machineDeployments": workers});
     }
