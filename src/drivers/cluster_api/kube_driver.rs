@@ -416,15 +416,34 @@ impl Lifecycle for KubeClusterApiDriver {
                     .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
             }
             NodeGroupRef::Worker(name) => {
+                // An autoscaled nodegroup keeps the autoscaler's bounds and gets no replicas.
+                let autoscaled = cluster
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("auto_scaling_enabled"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                    && nodegroup.max_node_count.is_some_and(|m| m > 0);
+                let (min, max) = (
+                    nodegroup.min_node_count,
+                    nodegroup.max_node_count.unwrap_or_default(),
+                );
                 self.patch_workers(mc, &stack, |c| {
                     let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
                         DriverError::Rejected(format!(
                             "Cluster {stack} has no worker entry named {name}"
                         ))
                     })?;
-                    Ok(Some(topology::worker_replicas(c, i, name, n)))
+                    Ok(Some(if autoscaled {
+                        topology::worker_autoscaling(c, i, name, min, max)
+                    } else {
+                        topology::worker_replicas(c, i, name, n)
+                    }))
                 })
                 .await?;
+                if autoscaled {
+                    return Ok(Progress::Complete);
+                }
             }
         }
         self.track(&mc.name, &stack, which, n);
@@ -447,7 +466,15 @@ impl Lifecycle for KubeClusterApiDriver {
             .patch(
                 &stack,
                 &PatchParams::default(),
-                &Patch::Merge(&topology::topology_version(&version)),
+                &Patch::Merge(&topology::upgrade(
+                    &version,
+                    template
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("capi_cluster_class"))
+                        .and_then(Value::as_str),
+                    &self.api_version,
+                )),
             )
             .await
             .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;

@@ -41,13 +41,18 @@ fn blocked_reason(v: &Value) -> Option<String> {
 pub fn scaled(object: &Value, target: i64) -> Observed {
     let generation = int(object, "/metadata/generation");
     let observed = int(object, "/status/observedGeneration");
+    // v1beta2 counters; a v1beta1 object carries them under `status.v1beta2`.
+    let counter = |name: &str| {
+        int(object, &format!("/status/{name}"))
+            .or_else(|| int(object, &format!("/status/v1beta2/{name}")))
+    };
     let counters = [
-        "/status/replicas",
-        "/status/readyReplicas",
-        "/status/availableReplicas",
-        "/status/upToDateReplicas",
+        "replicas",
+        "readyReplicas",
+        "availableReplicas",
+        "upToDateReplicas",
     ]
-    .map(|p| int(object, p));
+    .map(counter);
     let spec_ok = int(object, "/spec/replicas").is_none_or(|r| r == target);
     if spec_ok
         && generation.is_some()

@@ -61,9 +61,18 @@ pub fn control_plane_replicas(n: i64) -> Value {
     json!({"spec": {"topology": {"controlPlane": {"replicas": n}}}})
 }
 
-/// Merge patch of the Kubernetes version (upgrade).
-pub fn topology_version(version: &str) -> Value {
-    json!({"spec": {"topology": {"version": version}}})
+/// Merge patch of an upgrade: the Kubernetes version, and the ClusterClass where the new
+/// template names one.
+pub fn upgrade(version: &str, class: Option<&str>, api_version: &str) -> Value {
+    let mut topology = json!({"version": version});
+    if let Some(c) = class {
+        if api_version == "v1beta1" {
+            topology["class"] = json!(c);
+        } else {
+            topology["classRef"] = json!({"name": c});
+        }
+    }
+    json!({"spec": {"topology": topology}})
 }
 
 /// Merge patch marking a Machine for deletion on the next scale-down.
@@ -346,6 +355,18 @@ mod tests {
         assert_eq!(
             control_plane_replicas(3),
             json!({"spec": {"topology": {"controlPlane": {"replicas": 3}}}})
+        );
+    }
+
+    #[test]
+    fn upgrade_patches_version_and_class_only() {
+        assert_eq!(
+            upgrade("v1.31.2", Some("magnum-v0.39.0"), "v1beta2"),
+            json!({"spec": {"topology": {"version": "v1.31.2", "classRef": {"name": "magnum-v0.39.0"}}}})
+        );
+        assert_eq!(
+            upgrade("v1.31.2", None, "v1beta2"),
+            json!({"spec": {"topology": {"version": "v1.31.2"}}})
         );
     }
 
