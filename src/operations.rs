@@ -493,6 +493,14 @@ pub fn start_watchers(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
     handles
 }
 
+/// Whether a driver's nodegroup reference names this nodegroup.
+fn refers_to(ng: &NodeGroup, r: &NodeGroupRef) -> bool {
+    match r {
+        NodeGroupRef::ControlPlane => ng.is_master() && ng.is_default(),
+        NodeGroupRef::Worker(name) => !ng.is_master() && ng.name == *name,
+    }
+}
+
 fn in_progress(s: Option<&str>) -> bool {
     s.is_some_and(|s| s.ends_with("_IN_PROGRESS"))
 }
@@ -541,10 +549,7 @@ pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(),
             let ngs = store
                 .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
                 .await?;
-            let found = ngs.iter().find(|n| match nodegroup {
-                NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
-                NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
-            });
+            let found = ngs.iter().find(|n| refers_to(n, nodegroup));
             if let Some(ng) = found {
                 let new: Vec<Value> = addresses.iter().cloned().map(Value::String).collect();
                 if ng.node_addresses.as_ref() != Some(&new) {
@@ -564,10 +569,7 @@ pub async fn apply_report(state: &AppState, report: &StatusReport) -> Result<(),
     let ngs = store
         .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
         .await?;
-    let Some(ng) = ngs.iter().find(|n| match nodegroup {
-        NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
-        NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
-    }) else {
+    let Some(ng) = ngs.iter().find(|n| refers_to(n, nodegroup)) else {
         return Ok(());
     };
     let creating = ng.status.as_deref() == Some(status::CREATE_IN_PROGRESS);

@@ -35,3 +35,18 @@ fn check(state: &AppState, ctx: &RequestContext, action: &str, target: &Target) 
         .enforce(action, target, &ctx.credentials())
         .map_err(|d| ApiError::PolicyNotAuthorized(d.action))
 }
+
+/// Magnum's admin pattern: an admin must pass the `*_all_projects` rule and then sees every
+/// project (`context.all_tenants = True`); others see their own.
+pub fn admin_all_tenants(
+    state: &AppState,
+    ctx: &RequestContext,
+    all_projects_rule: &str,
+) -> ApiResult<bool> {
+    if ctx.is_admin {
+        enforce(state, ctx, all_projects_rule)?;
+        Ok(true)
+    } else {
+        Ok(false)
+    }
+}

@@ -9,7 +9,7 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 use serde_json::{json, Value};
 
-use super::authz::{enforce, enforce_on};
+use super::authz::{admin_all_tenants, enforce_on};
 use super::body::{py_str, Body};
 use super::lookup;
 use super::microversion::Version;
@@ -195,12 +195,7 @@ async fn upgrade_cluster(
     if !version.at_least(1, 8) {
         return Err(ApiError::ClusterUpgradeNotSupported);
     }
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "cluster:upgrade_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:upgrade_all_projects")?;
     let tenancy = Tenancy::of(&ctx, all_tenants);
     let cluster = lookup::cluster(&state, &tenancy, &ident).await?;
     enforce_on(

@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::authz::{enforce, enforce_on};
+use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::Body;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
@@ -191,12 +191,7 @@ async fn collection(
     resource: &str,
     all_projects_rule: &str,
 ) -> ApiResult<Json<Value>> {
-    let all_tenants = if ctx.is_admin {
-        enforce(state, ctx, all_projects_rule)?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(state, ctx, all_projects_rule)?;
     let scope = lookup::template_scope(ctx, all_tenants);
     let (limit, dir) = args.limit_and_dir(state.config.api.max_limit)?;
     let marker_id = match &args.marker {
@@ -227,12 +222,7 @@ async fn show_template(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "clustertemplate:get_one_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "clustertemplate:get_one_all_projects")?;
     let scope = lookup::template_scope(&ctx, all_tenants);
     let t = lookup::template(&state, &scope, &ident).await?;
     if t.hidden.unwrap_or(false) && !ctx.is_admin && t.project_id != ctx.project_id {
@@ -406,12 +396,7 @@ async fn update_template(
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
     let ops = jsonpatch::parse(&bytes, &BASE_INTERNAL, NON_REMOVABLE)?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "clustertemplate:update_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "clustertemplate:update_all_projects")?;
     let scope = lookup::template_scope(&ctx, all_tenants);
     let current = lookup::template(&state, &scope, &ident).await?;
     enforce_on(
@@ -481,12 +466,7 @@ async fn delete_template(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "clustertemplate:delete_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "clustertemplate:delete_all_projects")?;
     let scope = lookup::template_scope(&ctx, all_tenants);
     let t = lookup::template(&state, &scope, &ident).await?;
     enforce_on(

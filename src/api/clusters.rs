@@ -9,7 +9,7 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::authz::{enforce, enforce_on};
+use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::{check_name_pattern, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
@@ -335,17 +335,12 @@ async fn collection(
     args: &PageArgs,
     expand: bool,
 ) -> ApiResult<Json<Value>> {
-    let all_tenants = if ctx.is_admin {
-        let rule = if expand {
-            "cluster:detail_all_projects"
-        } else {
-            "cluster:get_all_all_projects"
-        };
-        enforce(state, ctx, rule)?;
-        true
+    let rule = if expand {
+        "cluster:detail_all_projects"
     } else {
-        false
+        "cluster:get_all_all_projects"
     };
+    let all_tenants = admin_all_tenants(state, ctx, rule)?;
     let tenancy = Tenancy::of(ctx, all_tenants);
     let (limit, dir) = args.limit_and_dir(state.config.api.max_limit)?;
     let marker_id = match &args.marker {
@@ -389,12 +384,7 @@ async fn show_cluster(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "cluster:get_one_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:get_one_all_projects")?;
     let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
     enforce_on(
         &state,
@@ -625,12 +615,7 @@ async fn update_cluster(
     }
     let ops = jsonpatch::parse(&bytes, PATCH_INTERNAL, &["/cluster_template_id"])?;
     let _ = BASE_INTERNAL;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "cluster:update_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:update_all_projects")?;
     let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
     enforce_on(
         &state,
@@ -738,12 +723,7 @@ async fn delete_cluster(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "cluster:delete_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:delete_all_projects")?;
     let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
     enforce_on(
         &state,

@@ -7,7 +7,7 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::authz::enforce;
+use super::authz::{admin_all_tenants, enforce};
 use super::body::Body;
 use super::clusters::labels_diff;
 use super::jsonpatch::{self, BASE_INTERNAL};
@@ -216,12 +216,7 @@ async fn list_nodegroups(
     )?;
     let args = PageArgs::from_query(&q)?;
     enforce(&state, &ctx, "nodegroup:get_all")?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "nodegroup:get_all_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "nodegroup:get_all_all_projects")?;
     let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &cluster_ident).await?;
     let filter = NodeGroupFilter {
         project_id: project_filter(&ctx),
@@ -261,12 +256,7 @@ async fn show_nodegroup(
     version.require(MIN_VERSION, "get_one")?;
     Query::parse(raw.as_deref(), &[])?;
     enforce(&state, &ctx, "nodegroup:get")?;
-    let all_tenants = if ctx.is_admin {
-        enforce(&state, &ctx, "nodegroup:get_one_all_projects")?;
-        true
-    } else {
-        false
-    };
+    let all_tenants = admin_all_tenants(&state, &ctx, "nodegroup:get_one_all_projects")?;
     let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &cluster_ident).await?;
     let ng = lookup::nodegroup(&state, &ctx, &cluster.uuid, &ng_ident).await?;
     Ok(Json(render_detail(

@@ -246,20 +246,7 @@ impl KubeClusterApiDriver {
         if nodes.is_empty() {
             return Ok(());
         }
-        let selector = match ng {
-            NodeGroupRef::ControlPlane => format!(
-                "{}={stack},{}",
-                topology::CLUSTER_NAME_LABEL,
-                topology::CONTROL_PLANE_LABEL
-            ),
-            NodeGroupRef::Worker(name) => {
-                format!(
-                    "{}={stack},{}={name}",
-                    topology::CLUSTER_NAME_LABEL,
-                    topology::DEPLOYMENT_NAME_LABEL
-                )
-            }
-        };
+        let selector = topology::machine_selector(stack, ng);
         let api = self.api(mc, &self.resources.machine);
         let machines = api
             .list(&ListParams::default().labels(&selector))
@@ -655,20 +642,7 @@ impl WatchContext {
 
     /// The addresses of the Machines of one nodegroup, reported when a KCP or MD changes.
     async fn report_addresses(&self, stack: &str, ng: NodeGroupRef) {
-        let selector = match &ng {
-            NodeGroupRef::ControlPlane => format!(
-                "{}={stack},{}",
-                topology::CLUSTER_NAME_LABEL,
-                topology::CONTROL_PLANE_LABEL
-            ),
-            NodeGroupRef::Worker(name) => {
-                format!(
-                    "{}={stack},{}={name}",
-                    topology::CLUSTER_NAME_LABEL,
-                    topology::DEPLOYMENT_NAME_LABEL
-                )
-            }
-        };
+        let selector = topology::machine_selector(stack, &ng);
         let Ok(list) = self
             .machines
             .list(&ListParams::default().labels(&selector))

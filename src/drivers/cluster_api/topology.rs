@@ -322,6 +322,18 @@ pub fn cluster_object(
     })
 }
 
+/// The label selector of a nodegroup's Machines.
+pub fn machine_selector(stack: &str, ng: &crate::drivers::NodeGroupRef) -> String {
+    match ng {
+        crate::drivers::NodeGroupRef::ControlPlane => {
+            format!("{CLUSTER_NAME_LABEL}={stack},{CONTROL_PLANE_LABEL}")
+        }
+        crate::drivers::NodeGroupRef::Worker(name) => {
+            format!("{CLUSTER_NAME_LABEL}={stack},{DEPLOYMENT_NAME_LABEL}={name}")
+        }
+    }
+}
+
 /// Whether a Machine is the node a user named in `nodes_to_remove`: by Machine name, by
 /// Node name, or by the server id that ends the provider ID (what Magnum users pass).
 pub fn machine_matches(machine: &Value, ident: &str) -> bool {
