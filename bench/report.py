@@ -1,0 +1,371 @@
+"""Turn the raw output of bench/run.sh into the Markdown results file.
+
+    python3 report.py --work DIR --out bench/results/DATE.md
+
+Reads DIR/meta.tsv, rows.jsonl (bench/wrk.lua), rss.jsonl (bench/rss.py), seed.jsonl and
+sql.N.BACKEND.json (bench/sqlcount.py).  Errors = non-2xx responses + socket errors
+(connect/read/write/timeout): nothing is dropped.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+
+SERVERS = [
+    ("magnum-shipped", "Magnum 23, shipped (werkzeug processes=2)"),
+    ("magnum-threaded", "Magnum 23, threaded (1 process)"),
+    ("magnum-rs-mariadb", "magnum-rs, MariaDB"),
+    ("magnum-rs-sqlite", "magnum-rs, SQLite"),
+]
+ROUTES = [
+    ("nodegroups", "GET /v1/clusters/{id}/nodegroups"),
+    ("list", "GET /v1/clusters?limit=50"),
+    ("list_marker", "GET /v1/clusters?limit=50&marker={uuid of cluster N-60}"),
+    ("get", "GET /v1/clusters/{id}"),
+    ("resize", "POST /v1/clusters/{id}/actions/resize"),
+]
+READS = {"nodegroups", "list", "list_marker", "get"}
+TARGET_SHIPPED, TARGET_THREADED, TARGET_P99_MS, TARGET_RSS_MB = 50, 10, 10.0, 50
+
+
+def load_jsonl(path):
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    out.append(json.loads(line))
+    return out
+
+
+def load_meta(path):
+    meta = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("\t")
+            meta[k] = v
+    return meta
+
+
+def fmt_rps(x):
+    if x is None:
+        return "–"
+    return "%.1f" % x if x < 100 else "{:,.0f}".format(x)
+
+
+def fmt_ms(x):
+    if x is None:
+        return "–"
+    return "%.2f" % x if x < 10 else ("%.1f" % x if x < 100 else "{:,.0f}".format(x))
+
+
+def fmt_ratio(x):
+    if x is None:
+        return "–"
+    return "%.1f×" % x if x < 100 else "{:,.0f}×".format(x)
+
+
+def mb(kb):
+    return kb / 1024.0 if kb else None
+
+
+def errors(r):
+    return r["non2xx"] + r["socket_errors"]
+
+
+def rss_cell(server, s):
+    if not s:
+        return "–"
+    root = mb(s.get("root_hwm_kb"))
+    if server == "magnum-shipped":
+        child = mb(s.get("child_hwm_kb"))
+        return "%.0f / %s (%d forks)" % (root or 0, "%.0f" % child if child else "–",
+                                         s.get("children_seen", 0))
+    return "%.1f" % root if root is not None else "–"
+
+
+def peak_mb(server, s):
+    """The figure the RSS target is checked against: the largest single process."""
+    if not s:
+        return None
+    vals = [mb(s.get("root_hwm_kb"))]
+    if server == "magnum-shipped":
+        vals.append(mb(s.get("child_hwm_kb")))
+    vals = [v for v in vals if v]
+    return max(vals) if vals else None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    meta = load_meta(os.path.join(a.work, "meta.tsv"))
+    rows = {}
+    for r in load_jsonl(os.path.join(a.work, "rows.jsonl")):
+        rows[r["tag"]] = r
+    rss = {r["tag"]: r for r in load_jsonl(os.path.join(a.work, "rss.jsonl"))}
+    seeds = load_jsonl(os.path.join(a.work, "seed.jsonl"))
+    sizes = [int(x) for x in meta.get("sizes", "100 10000").split()]
+    conns = [int(x) for x in meta.get("conns", "1 32").split()]
+    sql = {}
+    for path in glob.glob(os.path.join(a.work, "sql.*.json")):
+        m = re.match(r"sql\.(\d+)\.(\w+)\.json$", os.path.basename(path))
+        if m:
+            with open(path) as f:
+                sql[(int(m.group(1)), m.group(2))] = json.load(f)
+
+    def get(n, server, route, c):
+        return rows.get("%d|%s|%s|%d" % (n, server, route, c))
+
+    def rss_of(n, server, route, c):
+        return rss.get("%d|%s|%s|%d" % (n, server, route, c))
+
+    def ratio(n, server, base, route, c):
+        r, b = get(n, server, route, c), get(n, base, route, c)
+        if not r or not b or not b["rps"]:
+            return None
+        return r["rps"] / b["rps"]
+
+    L = []
+    w = L.append
+    total = int(meta.get("total_seconds", "0") or 0)
+    w("# magnum-rs vs the real Magnum 23 API — benchmark of %s" % meta.get("started_utc", "?"))
+    w("")
+    w("Produced by `bench/run.sh` (see `bench/README.md`) in %d min %d s. Everything ran on "
+      "one machine over loopback, one server at a time, against the same databases."
+      % (total // 60, total % 60))
+    w("")
+    w("## Machine and load")
+    w("")
+    w("| | |")
+    w("|---|---|")
+    w("| cores (`nproc`) | **%s** |" % meta.get("nproc", "?"))
+    w("| CPU | %s |" % meta.get("cpu_model", "?"))
+    w("| memory | %s |" % meta.get("mem_total", "?"))
+    w("| kernel | %s |" % meta.get("kernel", "?"))
+    w("| load at start (`uptime`) | `%s` |" % meta.get("uptime_start", "?").strip())
+    w("| load at end (`uptime`) | `%s` |" % meta.get("uptime_end", "?").strip())
+    w("| magnum-rs | %s, `cargo build --release`, %s |"
+      % (meta.get("rs_version", "?"), meta.get("rustc", "?")))
+    w("| real Magnum | magnum %s (PyPI), werkzeug %s, `scripts/magnum-api.sh` |"
+      % (meta.get("magnum_version", "?"), meta.get("werkzeug_version", "?")))
+    w("| database | MariaDB %s (`scripts/mariadb.sh`); SQLite (sqlx's bundled) |"
+      % meta.get("mariadb_version", "?"))
+    w("| load generator | %s (Debian), `-t1`, Lua script `bench/wrk.lua` |"
+      % meta.get("wrk_version", "wrk"))
+    w("")
+    w("Other developers share this machine (compiles, test runs): the 1-minute load average "
+      "at the start of every row is in the full tables (`load1`). On 2 cores the load "
+      "generator, the server and MariaDB all compete for the same CPUs.")
+    w("")
+    w("## What was measured")
+    w("")
+    w("- Data: for each N, one MariaDB database made by Magnum 23's own alembic migrations "
+      "(`scripts/magnum-db.sh create`) and one SQLite database made by `magnum-rs migrate`, "
+      "both seeded by `bench/seed.py` with the same rows: one template and N clusters of "
+      "one project, each with `default-master` (1 node), `default-worker` (2 nodes) and one "
+      "extra worker nodegroup (%s)." % ", ".join(
+          "%s N=%d: %d clusters / %d nodegroups in %.1f s" % (
+              s["backend"], s["n"], s["clusters"], s["nodegroups"], s["seconds"])
+          for s in seeds))
+    w("- `{id}` is the uuid of cluster N/2; the marker is the uuid of cluster N-60 (the "
+      "page is clusters N-59 … N-10). Every request carries `X-Project-Id` (the seeded "
+      "project), `X-User-Id`, `X-Roles: reader,member` and `OpenStack-API-Version: "
+      "container-infra latest`. Resize bodies alternate `{\"node_count\": 2|3, "
+      "\"nodegroup\": \"default-worker\"}` (all answered 202).")
+    w("- Per row: wrk for a fixed duration — %s s for the real Magnum, %s s for magnum-rs — "
+      "after a %s s warm-up of the same route at 1 connection (not reported); `--timeout "
+      "30s`, so the real Magnum's queueing shows as latency, not as dropped requests."
+      % (meta.get("mag_secs"), meta.get("rs_secs"), meta.get("warm_secs")))
+    w("- **Errors** = non-2xx responses (counted in wrk's `response()` hook) + socket "
+      "errors (connect/read/write/timeout). None is dropped from the counts.")
+    w("- **Peak RSS** = VmHWM of the server process during the row (`bench/rss.py` resets "
+      "it through `/proc/PID/clear_refs` before the row and samples every 10 ms). For "
+      "the shipped Magnum: parent / highest child, and how many per-connection children "
+      "were seen (werkzeug forks one per TCP connection; Magnum answers `Connection: "
+      "close`, so one per request).")
+    w("- **Drivers**: magnum-rs has no management cluster configured, so its ClusterAPI "
+      "driver **records the resize operations only** (the 202 commits the new count and a "
+      "durable operation record; its operations worker then completes them without "
+      "talking to any Kubernetes). The real Magnum casts the resize to a conductor over "
+      "oslo.messaging's `fake://` transport, where it vanishes (its 202 writes nothing). "
+      "So magnum-rs does strictly more work per resize (one transaction, 5 writes) than "
+      "the real Magnum API here.")
+    w("")
+
+    # ---- summary tables ---------------------------------------------------------------
+    missed = {"shipped": [], "threaded": [], "p99": [], "rss": []}
+    for n in sizes:
+        w("## Summary at N = {:,}".format(n))
+        w("")
+        w("Requests/s per server, and magnum-rs's ratios to the real Magnum **on the same "
+          "MariaDB database** (the targets of issue 7), plus magnum-rs on SQLite for "
+          "reference.")
+        w("")
+        w("| route | conns | Magnum shipped | Magnum threaded | magnum-rs MariaDB | "
+          "÷ shipped | ÷ threaded | p99 ms | peak RSS MB | magnum-rs SQLite | ÷ shipped | "
+          "÷ threaded |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for route, _ in ROUTES:
+            for c in conns:
+                ms, mt = get(n, "magnum-shipped", route, c), get(n, "magnum-threaded", route, c)
+                rm, rq = get(n, "magnum-rs-mariadb", route, c), get(n, "magnum-rs-sqlite", route, c)
+                r1 = ratio(n, "magnum-rs-mariadb", "magnum-shipped", route, c)
+                r2 = ratio(n, "magnum-rs-mariadb", "magnum-threaded", route, c)
+                r3 = ratio(n, "magnum-rs-sqlite", "magnum-shipped", route, c)
+                r4 = ratio(n, "magnum-rs-sqlite", "magnum-threaded", route, c)
+                pk = peak_mb("magnum-rs-mariadb", rss_of(n, "magnum-rs-mariadb", route, c))
+                pk2 = peak_mb("magnum-rs-sqlite", rss_of(n, "magnum-rs-sqlite", route, c))
+                label = "N=%d %s c=%d" % (n, route, c)
+                flag = lambda ok: "" if ok else " ✗"  # noqa: E731
+                ok1 = r1 is not None and r1 >= TARGET_SHIPPED
+                ok2 = r2 is not None and r2 >= TARGET_THREADED
+                if not ok1:
+                    missed["shipped"].append("%s (%s)" % (label, fmt_ratio(r1)))
+                if not ok2:
+                    missed["threaded"].append("%s (%s)" % (label, fmt_ratio(r2)))
+                p99 = rm["p99_ms"] if rm else None
+                ok3 = True
+                if route in READS and c == max(conns):
+                    ok3 = p99 is not None and p99 < TARGET_P99_MS
+                    if not ok3:
+                        missed["p99"].append("%s (%s ms)" % (label, fmt_ms(p99)))
+                for who, v in (("MariaDB", pk), ("SQLite", pk2)):
+                    if v is not None and v >= TARGET_RSS_MB:
+                        missed["rss"].append("%s %s (%.1f MB)" % (label, who, v))
+                w("| %s | %d | %s | %s | %s | %s%s | %s%s | %s%s | %s | %s | %s | %s |" % (
+                    route, c, fmt_rps(ms and ms["rps"]), fmt_rps(mt and mt["rps"]),
+                    fmt_rps(rm and rm["rps"]), fmt_ratio(r1), flag(ok1), fmt_ratio(r2),
+                    flag(ok2), fmt_ms(p99), flag(ok3),
+                    "%.1f" % pk if pk else "–", fmt_rps(rq and rq["rps"]), fmt_ratio(r3),
+                    fmt_ratio(r4)))
+        w("")
+
+    w("## Targets of issue 7 (magnum-rs on MariaDB, the same database as the real Magnum)")
+    w("")
+
+    def verdict(name, lst):
+        if not lst:
+            w("- %s: **met on every row**." % name)
+        else:
+            w("- %s: **missed on %d row(s)**: %s." % (name, len(lst), "; ".join(lst)))
+    verdict("≥ %d× the shipped Magnum (processes=2)" % TARGET_SHIPPED, missed["shipped"])
+    verdict("≥ %d× the threaded Magnum" % TARGET_THREADED, missed["threaded"])
+    verdict("p99 < %g ms at %d connections on reads" % (TARGET_P99_MS, max(conns)), missed["p99"])
+    verdict("peak RSS < %d MB (magnum-rs, MariaDB and SQLite, every row)" % TARGET_RSS_MB,
+            missed["rss"])
+    all_err = sum(errors(r) for r in rows.values())
+    w("- Errors over all %d rows: **%d**." % (len(rows), all_err))
+    w("")
+
+    # ---- cost growth ------------------------------------------------------------------
+    if len(sizes) >= 2:
+        lo, hi = min(sizes), max(sizes)
+        w("## Cost growth: magnum-rs at N = {:,} vs N = {:,}".format(lo, hi))
+        w("")
+        w("A page of 50 should cost the same at both sizes (keyset pagination on the "
+          "primary key, the uuid unique index and the nodegroup `(cluster_id, name)` "
+          "unique index; no full scans). InnoDB rows read per request come from MariaDB's "
+          "global `Innodb_rows_read` around one request (bench/sqlcount.py; minimum of 3).")
+        w("")
+        w("| backend | route | conns | req/s N=%d | req/s N=%d | N=%d ÷ N=%d | p99 ms N=%d | "
+          "p99 ms N=%d | InnoDB rows read N=%d | N=%d |" % (lo, hi, hi, lo, lo, hi, lo, hi))
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for backend in ("mariadb", "sqlite"):
+            server = "magnum-rs-" + backend
+            for route in ("list", "list_marker", "resize", "nodegroups", "get"):
+                for c in conns:
+                    a_, b_ = get(lo, server, route, c), get(hi, server, route, c)
+                    rr = (b_["rps"] / a_["rps"]) if a_ and b_ and a_["rps"] else None
+                    reads = ["–", "–"]
+                    if backend == "mariadb":
+                        for i, n in enumerate((lo, hi)):
+                            s = sql.get((n, "mariadb"), {}).get(route)
+                            if s and s.get("innodb_rows_read") is not None:
+                                reads[i] = "{:,}".format(s["innodb_rows_read"])
+                    w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                        backend, route, c, fmt_rps(a_ and a_["rps"]), fmt_rps(b_ and b_["rps"]),
+                        "%.2f" % rr if rr else "–", fmt_ms(a_ and a_["p99_ms"]),
+                        fmt_ms(b_ and b_["p99_ms"]), reads[0], reads[1]))
+        w("")
+
+    # ---- SQL per request --------------------------------------------------------------
+    if sql:
+        w("## SQL statements per request (magnum-rs)")
+        w("")
+        w("Counted from sqlx's statement log (`RUST_LOG=sqlx=debug`, target `sqlx::query`), "
+          "one warmed-up request per route at a time, `serve --no-worker` (the operations "
+          "worker that later completes a recorded resize adds its own statements in the "
+          "background). BEGIN/COMMIT count as statements.")
+        w("")
+        keys = sorted(sql)
+        w("| route | " + " | ".join("N=%d %s" % k for k in keys) + " |")
+        w("|---|" + "---:|" * len(keys))
+        for route, _ in ROUTES:
+            cells = []
+            for k in keys:
+                s = sql[k].get(route)
+                if not s:
+                    cells.append("–")
+                    continue
+                v = str(s["statements"])
+                if s["min_statements"] != s["max_statements"]:
+                    v += " (%d–%d)" % (s["min_statements"], s["max_statements"])
+                if s["status"] >= 300:
+                    v += " [HTTP %d]" % s["status"]
+                cells.append(v)
+            w("| %s | %s |" % (route, " | ".join(cells)))
+        w("")
+        k = max((k for k in keys if k[1] == "mariadb"), default=keys[-1])
+        w("The statements (N=%d, %s):" % k)
+        w("")
+        for route, title in ROUTES:
+            s = sql[k].get(route)
+            if not s:
+                continue
+            w("- `%s` (%s):" % (route, title))
+            for st in s["sql"]:
+                w("  - `%s`" % st.replace("`", "'"))
+        w("")
+
+    # ---- full tables ------------------------------------------------------------------
+    for n in sizes:
+        w("## All rows at N = {:,}".format(n))
+        w("")
+        w("| route | conns | server | req/s | p50 ms | p99 ms | requests | errors | "
+          "peak RSS MB | load1 | ÷ shipped | ÷ threaded |")
+        w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for route, _ in ROUTES:
+            for c in conns:
+                for server, _ in SERVERS:
+                    r = get(n, server, route, c)
+                    s = rss_of(n, server, route, c)
+                    if not r:
+                        w("| %s | %d | %s | (missing) | | | | | | | | |" % (route, c, server))
+                        continue
+                    e = errors(r)
+                    ecell = str(e)
+                    if e:
+                        ecell += " (%s; %s)" % (
+                            ", ".join("%s: %d" % kv for kv in sorted(r["statuses"].items())),
+                            r["first_bad"][:80].replace("|", "/"))
+                    rs = server.startswith("magnum-rs")
+                    w("| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |" % (
+                        route, c, server, fmt_rps(r["rps"]), fmt_ms(r["p50_ms"]),
+                        fmt_ms(r["p99_ms"]), r["requests"], ecell, rss_cell(server, s),
+                        "%.2f" % s["load1"] if s and "load1" in s else "–",
+                        fmt_ratio(ratio(n, server, "magnum-shipped", route, c)) if rs else "",
+                        fmt_ratio(ratio(n, server, "magnum-threaded", route, c)) if rs else ""))
+        w("")
+    w("Raw data (wrk and sampler JSON lines, server logs): `%s`." % a.work)
+    w("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(L))
+    print(a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# magnum-rs against the real Magnum 23 API, side by side, in one run (issue 7).
+#
+#   bench/run.sh
+#
+# 1. builds magnum-rs (cargo build --release) and installs wrk (Debian) when missing;
+# 2. for each N in $BENCH_SIZES (default "100 10000"):
+#    - a MariaDB database made by Magnum 23's own migrations (scripts/magnum-db.sh create)
+#      and a SQLite one made by `magnum-rs migrate`, both seeded by bench/seed.py with N
+#      clusters (master + worker + one extra nodegroup each) and one template;
+#    - serves, one after another, on loopback: the real Magnum as magnum-api ships
+#      (werkzeug, processes=2), the real Magnum threaded (one process), magnum-rs on the
+#      same MariaDB database, magnum-rs on the SQLite database;
+#    - drives each with wrk at 1 and 32 connections for a fixed duration per route,
+#      sampling the server's peak RSS (bench/rss.py), and counts magnum-rs's SQL statements
+#      per request (bench/sqlcount.py, RUST_LOG=sqlx=debug);
+# 3. writes bench/results/<UTC date>.md (bench/report.py); raw data stays in $BENCH_WORK.
+#
+# Env: BENCH_SIZES ("100 10000"), BENCH_MAGNUM_SECONDS (10: per row for the real Magnum),
+#      BENCH_MAGNUM_MAX_SECONDS (30: cap of the longer rows of the threaded Magnum at 32
+#      connections, see bench_server), BENCH_RS_SECONDS (5: per row for magnum-rs), BENCH_WARMUP_SECONDS (1: per route and
+#      server, at 1 connection, not reported), BENCH_CONNS ("1 32"), BENCH_PORT_BASE (19720:
+#      ports BASE+1..BASE+4), BENCH_WORK (raw output; default
+#      ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}/bench/<timestamp>), BENCH_RESULTS (the .md),
+#      MAGNUM_RS_CACHE, MARIADB_PORT (13306).
+# Only processes this script started are stopped (by pid). Takes about 17 minutes on 2 cores.
+set -euo pipefail
+unset RUST_LOG   # magnum-rs's shipped log filter (magnum_rs=info), except for the SQL count
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$HERE")"
+cd "$ROOT"
+
+CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
+DBPORT="${MARIADB_PORT:-13306}"
+SIZES="${BENCH_SIZES:-100 10000}"
+MAG_SECS="${BENCH_MAGNUM_SECONDS:-10}"
+MAG_MAX_SECS="${BENCH_MAGNUM_MAX_SECONDS:-30}"
+RS_SECS="${BENCH_RS_SECONDS:-5}"
+WARM_SECS="${BENCH_WARMUP_SECONDS:-1}"
+CONNS="${BENCH_CONNS:-1 32}"
+PORT_BASE="${BENCH_PORT_BASE:-19720}"
+STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+WORK="${BENCH_WORK:-$CACHE/bench/$STAMP}"
+RESULTS="${BENCH_RESULTS:-$HERE/results/$(date -u +%Y-%m-%d).md}"
+BIN="$ROOT/target/release/magnum-rs"
+PROJECT=aaaaaaaaaaaa4aaaaaaaaaaaaaaaaaaa
+ROWS="$WORK/rows.jsonl"     # one line per wrk run (bench/wrk.lua)
+RSS="$WORK/rss.jsonl"       # one line per wrk run (bench/rss.py), same tag
+META="$WORK/meta.tsv"       # key<TAB>value
+
+mkdir -p "$WORK" "$(dirname "$RESULTS")"
+: >"$ROWS"; : >"$RSS"; : >"$META"
+say() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+meta() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n' '  ')" >>"$META"; }
+T0=$SECONDS
+
+# --- servers this script started: stopped on exit, by pid / port -------------------------
+RS_PID=""
+MAGNUM_PORT=""
+cleanup() {
+  if [[ -n "$RS_PID" ]] && kill -0 "$RS_PID" 2>/dev/null; then
+    kill "$RS_PID" 2>/dev/null || true; wait "$RS_PID" 2>/dev/null || true
+  fi
+  if [[ -n "$MAGNUM_PORT" ]]; then scripts/magnum-api.sh stop "$MAGNUM_PORT" >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+meta started_utc "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+meta uptime_start "$(uptime)"
+meta nproc "$(nproc)"
+meta cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+meta mem_total "$(sed -n 's/^MemTotal:[[:space:]]*//p' /proc/meminfo)"
+meta kernel "$(uname -r)"
+meta mag_secs "$MAG_SECS"; meta mag_max_secs "$MAG_MAX_SECS"; meta rs_secs "$RS_SECS"; meta warm_secs "$WARM_SECS"
+meta sizes "$SIZES"; meta conns "$CONNS"
+say "work directory $WORK; load: $(uptime)"
+
+# --- tools ------------------------------------------------------------------------------
+if ! command -v wrk >/dev/null 2>&1; then
+  say "installing wrk (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq wrk >&2
+fi
+meta wrk_version "$(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-2)"
+say "cargo build --release"
+tb=$SECONDS
+cargo build --release 2>&1 | tail -n 3 >&2
+meta build_seconds "$((SECONDS - tb))"
+meta rs_version "$("$BIN" --version) ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+meta rustc "$(rustc --version)"
+scripts/mariadb.sh start
+VENV="$(scripts/venv.sh magnum)"
+PY="$VENV/bin/python"
+meta mariadb_version "$(mariadb --no-defaults --version | sed 's/^mariadb *//')"
+meta magnum_version "$("$PY" -c 'import importlib.metadata as m; print(m.version("magnum"))')"
+meta werkzeug_version "$("$PY" -c 'import importlib.metadata as m; print(m.version("werkzeug"))')"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# --- magnum-rs ----------------------------------------------------------------------------
+start_rs() {  # start_rs DATABASE_URL PORT LOGFILE [serve flags...]; sets RS_PID
+  local url="$1" port="$2" log="$3"; shift 3
+  port_free "$port" || { say "port $port is in use"; exit 1; }
+  "$BIN" --config "$ROOT/etc/magnum-rs.toml" --database-url "$url" \
+    --bind "127.0.0.1:$port" serve "$@" </dev/null >"$log" 2>&1 &
+  RS_PID=$!
+  local _
+  for _ in $(seq 1 300); do
+    kill -0 "$RS_PID" 2>/dev/null || { say "magnum-rs exited:"; tail -n 20 "$log" >&2; exit 1; }
+    [[ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")" == 200 ]] && return 0
+    sleep 0.1
+  done
+  say "magnum-rs not ready on $port"; tail -n 20 "$log" >&2; exit 1
+}
+stop_rs() {
+  [[ -n "$RS_PID" ]] || return 0
+  kill "$RS_PID" 2>/dev/null || true
+  wait "$RS_PID" 2>/dev/null || true
+  RS_PID=""
+}
+
+# --- one benchmark row --------------------------------------------------------------------
+HDR=(-H "X-Project-Id: $PROJECT" -H "X-User-Id: u-demo" -H "X-Roles: reader,member"
+     -H "OpenStack-API-Version: container-infra latest" -H "Accept: application/json")
+
+# run_row TAG PID CHILDREN(0|1) METHOD URL SECONDS CONNS [OUT]
+run_row() {
+  local tag="$1" pid="$2" children="$3" method="$4" url="$5" secs="$6" conns="$7"
+  local out="${8:-$ROWS}" rss_out="$WORK/rss.cur.json" ready="$WORK/rss.ready" sampler load1 _
+  read -r load1 _ </proc/loadavg
+  local cflag=(); [[ "$children" == 1 ]] && cflag=(--children)
+  rm -f "$ready"
+  python3 "$HERE/rss.py" "$pid" "${cflag[@]}" --ready "$ready" </dev/null >"$rss_out" &
+  sampler=$!
+  for _ in $(seq 1 100); do [[ -e "$ready" ]] && break; sleep 0.02; done
+  BENCH_OUT="$out" BENCH_TAG="$tag" BENCH_METHOD="$method" BENCH_COUNTS="2,3" \
+    wrk -t1 -c"$conns" -d"${secs}s" --timeout 30s -s "$HERE/wrk.lua" "${HDR[@]}" "$url" \
+    </dev/null >"$WORK/wrk.last.out" 2>&1 || { say "wrk failed for $tag:"; cat "$WORK/wrk.last.out" >&2; }
+  kill -TERM "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
+  if [[ "$out" == "$ROWS" ]]; then
+    python3 - "$tag" "$load1" "$rss_out" "$secs" >>"$RSS" <<'PY'
+import json, sys
+tag, load1, path, secs = sys.argv[1:5]
+try:
+    d = json.load(open(path))
+except Exception:
+    d = {}
+d.update(tag=tag, load1=float(load1), duration_s=float(secs))
+print(json.dumps(d))
+PY
+  fi
+  rm -f "$rss_out" "$ready"
+}
+
+# Let a server finish what the last row left queued before the next row: werkzeug keeps
+# serving connections wrk has already closed (fork mode: up to 32 queued requests; threaded
+# mode: 32 requests sharing the GIL); magnum-rs's operations worker completes recorded
+# resizes. Waits until the server's process tree is idle (bench/rss.py --quiesce).
+quiesce() {  # quiesce PID
+  local waited
+  waited="$(python3 "$HERE/rss.py" "$1" --quiesce --max 120)"
+  QUIESCE_LAST="$waited"
+  QUIESCE_TOTAL="$(python3 -c "print(round($QUIESCE_TOTAL + $waited, 1))")"
+}
+QUIESCE_TOTAL=0
+
+# Mean latency (s) of the last row in $ROWS.
+last_mean_s() { tail -n1 "$ROWS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["mean_ms"] / 1000)'; }
+
+# The routes: name|METHOD|path (cluster and marker filled in per N).
+routes() {  # routes CLUSTER_UUID MARKER_UUID
+  echo "nodegroups|GET|/v1/clusters/$1/nodegroups"
+  echo "list|GET|/v1/clusters?limit=50"
+  echo "list_marker|GET|/v1/clusters?limit=50&marker=$2"
+  echo "get|GET|/v1/clusters/$1"
+  echo "resize|POST|/v1/clusters/$1/actions/resize"
+}
+
+# bench_server N SERVER PID CHILDREN BASE SECONDS CLUSTER MARKER
+# For the threaded Magnum (one process, one GIL) a row at C > 1 connections lasts at least
+# 3 x C x (mean latency at 1 connection), capped at $MAG_MAX_SECS: its C requests share the
+# GIL and all finish late, so a shorter row would see few or no completions.
+bench_server() {
+  local n="$1" server="$2" pid="$3" children="$4" base="$5" secs="$6" cl="$7" mk="$8"
+  local spec name method path c d s1=0
+  while IFS= read -r spec; do
+    IFS='|' read -r name method path <<<"$spec"
+    # warm-up, not reported
+    run_row "warmup" "$pid" "$children" "$method" "$base$path" "$WARM_SECS" 1 "$WORK/warmup.jsonl"
+    quiesce "$pid"
+    for c in $CONNS; do
+      d="$secs"
+      if [[ "$server" == magnum-threaded && "$c" -gt 1 ]]; then
+        d="$(python3 -c "print(int(min(max($secs, 3 * $c * $s1 + 0.999), $MAG_MAX_SECS)))")"
+      fi
+      run_row "$n|$server|$name|$c" "$pid" "$children" "$method" "$base$path" "$d" "$c"
+      [[ "$c" == 1 ]] && s1="$(last_mean_s)"
+      quiesce "$pid"
+      say "  $server $name c=$c: $(tail -n1 "$ROWS" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.1f req/s p50 %.2f ms p99 %.2f ms non2xx %d socket %d" % (d["rps"], d["p50_ms"], d["p99_ms"], d["non2xx"], d["socket_errors"]))') (${d}s; then idle after ${QUIESCE_LAST}s)"
+    done
+  done < <(routes "$cl" "$mk")
+}
+
+sqlcount() {  # sqlcount N BACKEND URL [MYSQL_DB]
+  local n="$1" backend="$2" url="$3" db="${4:-}" port=$((PORT_BASE + 5)) log="$WORK/sql.$1.$2.log"
+  local cl mk specs=() spec
+  cl="$(cluster_uuid $((n / 2)))"; mk="$(cluster_uuid $((n - 60)))"
+  while IFS= read -r spec; do
+    [[ "$spec" == resize* ]] && spec="$spec|{\"node_count\": 3, \"nodegroup\": \"default-worker\"}"
+    specs+=("$spec")
+  done < <(routes "$cl" "$mk")
+  RUST_LOG=sqlx=debug start_rs "$url" "$port" "$log" --no-worker
+  local extra=(); [[ -n "$db" ]] && extra=(--mysql-port "$DBPORT" --mysql-db "$db")
+  "$PY" "$HERE/sqlcount.py" --base "http://127.0.0.1:$port" --log "$log" "${extra[@]}" \
+    "${specs[@]}" >"$WORK/sql.$n.$backend.json"
+  stop_rs
+}
+
+cluster_uuid() { printf 'c0000000-0000-4000-8000-%012d' "$1"; }
+
+for N in $SIZES; do
+  DB="bench_n$N"
+  SQLITE="$WORK/n$N.sqlite"
+  CL="$(cluster_uuid $((N / 2)))"
+  MK="$(cluster_uuid $((N - 60)))"
+  say "N=$N: MariaDB database $DB (Magnum 23 migrations) + seed"
+  ts=$SECONDS
+  scripts/magnum-db.sh create "$DB" 2>&1 | tail -n1 >&2
+  meta "migrate_seconds_$N" "$((SECONDS - ts))"
+  "$PY" "$HERE/seed.py" mysql --port "$DBPORT" --db "$DB" --n "$N" | tee -a "$WORK/seed.jsonl" >&2
+  say "N=$N: SQLite $SQLITE (magnum-rs migrate) + seed"
+  rm -f "$SQLITE" "$SQLITE-wal" "$SQLITE-shm"
+  "$BIN" --config "$ROOT/etc/magnum-rs.toml" --database-url "sqlite://$SQLITE" migrate >&2
+  "$PY" "$HERE/seed.py" sqlite --file "$SQLITE" --n "$N" | tee -a "$WORK/seed.jsonl" >&2
+  MYSQL_URL="mysql://magnum:magnum@127.0.0.1:$DBPORT/$DB"
+
+  # SQL per request, before any benchmark writes (on both backends).
+  say "N=$N: SQL statements per request (RUST_LOG=sqlx=debug)"
+  sqlcount "$N" mariadb "$MYSQL_URL" "$DB"
+  sqlcount "$N" sqlite "sqlite://$SQLITE"
+
+  for mode in shipped threaded; do
+    port=$((PORT_BASE + 1)); [[ $mode == threaded ]] && port=$((PORT_BASE + 2))
+    flag=(); children=1
+    [[ $mode == threaded ]] && { flag=(--threaded); children=0; }
+    say "N=$N: real Magnum 23 ($mode) on $DB, port $port"
+    MAGNUM_PORT="$port"
+    base="$(scripts/magnum-api.sh start "${flag[@]}" "$DB" "$port")"
+    pid="$(cat "$CACHE/magnum-api/$port.pid")"
+    bench_server "$N" "magnum-$mode" "$pid" "$children" "$base" "$MAG_SECS" "$CL" "$MK"
+    scripts/magnum-api.sh stop "$port" >&2
+    MAGNUM_PORT=""
+  done
+
+  for backend in mariadb sqlite; do
+    port=$((PORT_BASE + 3)); url="$MYSQL_URL"
+    [[ $backend == sqlite ]] && { port=$((PORT_BASE + 4)); url="sqlite://$SQLITE"; }
+    say "N=$N: magnum-rs (release) on $backend, port $port"
+    start_rs "$url" "$port" "$WORK/rs.$N.$backend.log"
+    bench_server "$N" "magnum-rs-$backend" "$RS_PID" 0 "http://127.0.0.1:$port" "$RS_SECS" "$CL" "$MK"
+    stop_rs
+  done
+done
+
+meta quiesce_seconds "$QUIESCE_TOTAL"
+meta uptime_end "$(uptime)"
+meta finished_utc "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+meta total_seconds "$((SECONDS - T0))"
+python3 "$HERE/report.py" --work "$WORK" --out "$RESULTS"
+say "done in $(( (SECONDS - T0) / 60 )) min $(( (SECONDS - T0) % 60 )) s: $RESULTS (raw data: $WORK)"
