@@ -101,6 +101,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--notes", help="Markdown appended verbatim (hand-written analysis)")
     a = p.parse_args()
     meta = load_meta(os.path.join(a.work, "meta.tsv"))
     rows = {}
@@ -158,7 +159,8 @@ def main():
       % meta.get("wrk_version", "wrk"))
     w("")
     w("Other developers share this machine (compiles, test runs): the 1-minute load average "
-      "at the start of every row is in the full tables (`load1`). On 2 cores the load "
+      "at the start of every row is in the full tables (`load1`; it includes this "
+      "benchmark's own wrk, server and MariaDB, up to about 3). On 2 cores the load "
       "generator, the server and MariaDB all compete for the same CPUs.")
     w("")
     w("## What was measured")
@@ -176,10 +178,16 @@ def main():
       "project), `X-User-Id`, `X-Roles: reader,member` and `OpenStack-API-Version: "
       "container-infra latest`. Resize bodies alternate `{\"node_count\": 2|3, "
       "\"nodegroup\": \"default-worker\"}` (all answered 202).")
-    w("- Per row: wrk for a fixed duration — %s s for the real Magnum, %s s for magnum-rs — "
-      "after a %s s warm-up of the same route at 1 connection (not reported); `--timeout "
-      "30s`, so the real Magnum's queueing shows as latency, not as dropped requests."
-      % (meta.get("mag_secs"), meta.get("rs_secs"), meta.get("warm_secs")))
+    w("- Per row: wrk (`-t1`) for a fixed duration — %s s for the real Magnum, %s s for "
+      "magnum-rs — after a %s s warm-up of the same route at 1 connection (not reported); "
+      "`--timeout 30s`, so the real Magnum's queueing shows as latency, not as dropped "
+      "requests. The threaded Magnum's rows at 32 connections last at least 3 × 32 × its "
+      "mean latency at 1 connection, capped at %s s (its 32 requests share one GIL and "
+      "finish together late); the duration of every row is in the full tables. req/s = "
+      "completed requests ÷ time from the start of the row to the last completed response "
+      "(for magnum-rs that is wrk's own figure). Between rows the script waits until the "
+      "server is idle again." % (meta.get("mag_secs"), meta.get("rs_secs"),
+                                  meta.get("warm_secs"), meta.get("mag_max_secs", "?")))
     w("- **Errors** = non-2xx responses (counted in wrk's `response()` hook) + socket "
       "errors (connect/read/write/timeout). None is dropped from the counts.")
     w("- **Peak RSS** = VmHWM of the server process during the row (`bench/rss.py` resets "
@@ -192,8 +200,10 @@ def main():
       "durable operation record; its operations worker then completes them without "
       "talking to any Kubernetes). The real Magnum casts the resize to a conductor over "
       "oslo.messaging's `fake://` transport, where it vanishes (its 202 writes nothing). "
-      "So magnum-rs does strictly more work per resize (one transaction, 5 writes) than "
-      "the real Magnum API here.")
+      "So magnum-rs does more database work per resize than the real Magnum API here: "
+      "the API's own transaction (10 statements, below), then the operations worker's "
+      "completion of the record (about 11 more statements, 4 of them autocommitted "
+      "writes), in the same process while the load runs.")
     w("")
 
     # ---- summary tables ---------------------------------------------------------------
@@ -262,34 +272,72 @@ def main():
     w("")
 
     # ---- cost growth ------------------------------------------------------------------
+    growth = {}
+    for r in load_jsonl(os.path.join(a.work, "growth.jsonl")):
+        growth.setdefault(r["tag"], []).append(r)
+
+    def handler(n, route):
+        s = sql.get((n, "mariadb"), {}).get(route)
+        h = s and s.get("handler_reads")
+        if not h:
+            return None, "–"
+        parts = ["%s %d" % (k.replace("Handler_read_", ""), v) for k, v in h.items() if v > 0]
+        return sum(max(v, 0) for v in h.values()), ", ".join(parts) or "0"
+
     if len(sizes) >= 2:
         lo, hi = min(sizes), max(sizes)
         w("## Cost growth: magnum-rs at N = {:,} vs N = {:,}".format(lo, hi))
         w("")
-        w("A page of 50 should cost the same at both sizes (keyset pagination on the "
-          "primary key, the uuid unique index and the nodegroup `(cluster_id, name)` "
-          "unique index; no full scans). InnoDB rows read per request come from MariaDB's "
-          "global `Innodb_rows_read` around one request (bench/sqlcount.py; minimum of 3).")
+        w("A page of 50 should cost the same at both sizes (keyset pagination on the primary "
+          "key, lookups through the uuid unique index and the nodegroup `(cluster_id, name)` "
+          "unique index; no full scans). Measured in a separate phase at the end of the run: "
+          "magnum-rs served both databases side by side and each route was driven for %s s "
+          "per size in the order N=%d, N=%d, N=%d, N=%d, so that load from other users of the "
+          "machine falls on both sizes alike (the main rows above were taken minutes apart). "
+          "req/s = all requests ÷ all measured time of the two runs; p50 = their mean; p99 = "
+          "the higher one." % (meta.get("growth_secs", "?"), lo, hi, hi, lo))
         w("")
-        w("| backend | route | conns | req/s N=%d | req/s N=%d | N=%d ÷ N=%d | p99 ms N=%d | "
-          "p99 ms N=%d | InnoDB rows read N=%d | N=%d |" % (lo, hi, hi, lo, lo, hi, lo, hi))
-        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        w("| backend | route | conns | req/s N=%d | req/s N=%d | N=%d ÷ N=%d | p50 ms N=%d | "
+          "p50 ms N=%d | p99 ms N=%d | p99 ms N=%d | errors |" % (lo, hi, hi, lo, lo, hi, lo, hi))
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for backend in ("mariadb", "sqlite"):
-            server = "magnum-rs-" + backend
-            for route in ("list", "list_marker", "resize", "nodegroups", "get"):
+            for route in ("list", "list_marker", "resize"):
                 for c in conns:
-                    a_, b_ = get(lo, server, route, c), get(hi, server, route, c)
-                    rr = (b_["rps"] / a_["rps"]) if a_ and b_ and a_["rps"] else None
-                    reads = ["–", "–"]
-                    if backend == "mariadb":
-                        for i, n in enumerate((lo, hi)):
-                            s = sql.get((n, "mariadb"), {}).get(route)
-                            if s and s.get("innodb_rows_read") is not None:
-                                reads[i] = "{:,}".format(s["innodb_rows_read"])
-                    w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-                        backend, route, c, fmt_rps(a_ and a_["rps"]), fmt_rps(b_ and b_["rps"]),
-                        "%.2f" % rr if rr else "–", fmt_ms(a_ and a_["p99_ms"]),
-                        fmt_ms(b_ and b_["p99_ms"]), reads[0], reads[1]))
+                    agg = {}
+                    errs = 0
+                    for n in (lo, hi):
+                        rs_ = growth.get("%d|magnum-rs-%s|%s|%d" % (n, backend, route, c), [])
+                        if not rs_:
+                            agg[n] = None
+                            continue
+                        req = sum(x["requests"] for x in rs_)
+                        t = sum(x["to_last_s"] for x in rs_)
+                        errs += sum(errors(x) for x in rs_)
+                        agg[n] = (req / t if t else 0,
+                                  sum(x["p50_ms"] for x in rs_) / len(rs_),
+                                  max(x["p99_ms"] for x in rs_))
+                    if not agg.get(lo) or not agg.get(hi):
+                        continue
+                    w("| %s | %s | %d | %s | %s | %.2f | %s | %s | %s | %s | %d |" % (
+                        backend, route, c, fmt_rps(agg[lo][0]), fmt_rps(agg[hi][0]),
+                        agg[hi][0] / agg[lo][0] if agg[lo][0] else 0,
+                        fmt_ms(agg[lo][1]), fmt_ms(agg[hi][1]), fmt_ms(agg[lo][2]),
+                        fmt_ms(agg[hi][2]), errs))
+        w("")
+        w("Rows MariaDB's storage engine handed to the server for one request of each route "
+          "(global `Handler_read_*` counters around the request, minus what the `SHOW` itself "
+          "adds; smallest of 3). `key` = index lookups, `first`/`next` = reads in index order, "
+          "`rnd` = re-reads after a sort, `rnd_next` = rows of a table scan. A page costs about "
+          "400 rows at either size; on a table as small as N=100's 300 nodegroups the "
+          "optimizer may prefer reading all of it in id order to 50 lookups and a sort:")
+        w("")
+        w("| route | N=%d: rows read | by counter | N=%d: rows read | by counter |" % (lo, hi))
+        w("|---|---:|---|---:|---|")
+        for route, _ in ROUTES:
+            a1, b1 = handler(lo, route)
+            a2, b2 = handler(hi, route)
+            f = lambda v: "–" if v is None else "{:,}".format(v)  # noqa: E731
+            w("| %s | %s | %s | %s | %s |" % (route, f(a1), b1, f(a2), b2))
         w("")
 
     # ---- SQL per request --------------------------------------------------------------
@@ -335,16 +383,16 @@ def main():
     for n in sizes:
         w("## All rows at N = {:,}".format(n))
         w("")
-        w("| route | conns | server | req/s | p50 ms | p99 ms | requests | errors | "
+        w("| route | conns | server | req/s | p50 ms | p99 ms | requests | s | errors | "
           "peak RSS MB | load1 | ÷ shipped | ÷ threaded |")
-        w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for route, _ in ROUTES:
             for c in conns:
                 for server, _ in SERVERS:
                     r = get(n, server, route, c)
                     s = rss_of(n, server, route, c)
                     if not r:
-                        w("| %s | %d | %s | (missing) | | | | | | | | |" % (route, c, server))
+                        w("| %s | %d | %s | (missing) | | | | | | | | | |" % (route, c, server))
                         continue
                     e = errors(r)
                     ecell = str(e)
@@ -353,15 +401,21 @@ def main():
                             ", ".join("%s: %d" % kv for kv in sorted(r["statuses"].items())),
                             r["first_bad"][:80].replace("|", "/"))
                     rs = server.startswith("magnum-rs")
-                    w("| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |" % (
+                    w("| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
                         route, c, server, fmt_rps(r["rps"]), fmt_ms(r["p50_ms"]),
-                        fmt_ms(r["p99_ms"]), r["requests"], ecell, rss_cell(server, s),
+                        fmt_ms(r["p99_ms"]), r["requests"],
+                        "%g" % s["duration_s"] if s and "duration_s" in s else "–",
+                        ecell, rss_cell(server, s),
                         "%.2f" % s["load1"] if s and "load1" in s else "–",
                         fmt_ratio(ratio(n, server, "magnum-shipped", route, c)) if rs else "",
                         fmt_ratio(ratio(n, server, "magnum-threaded", route, c)) if rs else ""))
         w("")
     w("Raw data (wrk and sampler JSON lines, server logs): `%s`." % a.work)
     w("")
+    if a.notes:
+        with open(a.notes) as f:
+            w(f.read().rstrip("\n"))
+            w("")
     with open(a.out, "w") as f:
         f.write("\n".join(L))
     print(a.out)

@@ -17,7 +17,7 @@ sees nearly all of them).  --ready FILE is created once the peak is reset and th
 handlers are in place (the caller starts the load only then).
 
 --quiesce waits (at most --max seconds) until PID and its descendants have used less than 5 %
-of a core over two consecutive 0.25 s windows and no forked child is left, then prints the
+of a core over two consecutive 0.2 s windows and no forked child is left, then prints the
 seconds waited: a server that still works through requests the previous row left queued
 (werkzeug keeps serving connections wrk has closed) must not slow the next row.
 """
@@ -90,9 +90,9 @@ def quiesce(pid, max_s):
     while time.monotonic() - t0 < max_s:
         pids = tree(pid)
         a = cpu_ticks(pids)
-        time.sleep(0.25)
+        time.sleep(0.2)
         b = cpu_ticks(pids)
-        busy = (b - a) / hz / 0.25
+        busy = (b - a) / hz / 0.2
         calm = calm + 1 if busy < 0.05 and len(tree(pid)) == 1 else 0
         if calm >= 2:
             break

@@ -14,16 +14,21 @@
 #    - drives each with wrk at 1 and 32 connections for a fixed duration per route,
 #      sampling the server's peak RSS (bench/rss.py), and counts magnum-rs's SQL statements
 #      per request (bench/sqlcount.py, RUST_LOG=sqlx=debug);
-# 3. writes bench/results/<UTC date>.md (bench/report.py); raw data stays in $BENCH_WORK.
+# 3. cost growth: magnum-rs on the smallest and the largest N served side by side, list,
+#    list+marker and resize measured interleaved (small, large, large, small), so that load
+#    from other users of the machine hits both sizes alike;
+# 4. writes bench/results/<UTC date>.md (bench/report.py); raw data stays in $BENCH_WORK.
 #
-# Env: BENCH_SIZES ("100 10000"), BENCH_MAGNUM_SECONDS (10: per row for the real Magnum),
-#      BENCH_MAGNUM_MAX_SECONDS (30: cap of the longer rows of the threaded Magnum at 32
-#      connections, see bench_server), BENCH_RS_SECONDS (5: per row for magnum-rs), BENCH_WARMUP_SECONDS (1: per route and
-#      server, at 1 connection, not reported), BENCH_CONNS ("1 32"), BENCH_PORT_BASE (19720:
-#      ports BASE+1..BASE+4), BENCH_WORK (raw output; default
+# Env: BENCH_SIZES ("100 10000"), BENCH_CONNS ("1 32"), BENCH_MAGNUM_SECONDS (10: per row
+#      for the real Magnum), BENCH_MAGNUM_MAX_SECONDS (20: cap of the longer rows of the
+#      threaded Magnum at 32 connections, see bench_server), BENCH_RS_SECONDS (5: per row for
+#      magnum-rs), BENCH_GROWTH_SECONDS (2: per run of the cost-growth phase),
+#      BENCH_WARMUP_SECONDS (1: per route and server, at 1 connection, not reported),
+#      BENCH_PORT_BASE (19720: ports BASE+1..BASE+5), BENCH_WORK (raw output; default
 #      ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}/bench/<timestamp>), BENCH_RESULTS (the .md),
 #      MAGNUM_RS_CACHE, MARIADB_PORT (13306).
-# Only processes this script started are stopped (by pid). Takes about 17 minutes on 2 cores.
+# Only processes this script started are stopped (by pid). Takes about 22 minutes on 2 cores
+# with a warm build.
 set -euo pipefail
 unset RUST_LOG   # magnum-rs's shipped log filter (magnum_rs=info), except for the SQL count
 
@@ -35,7 +40,8 @@ CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 DBPORT="${MARIADB_PORT:-13306}"
 SIZES="${BENCH_SIZES:-100 10000}"
 MAG_SECS="${BENCH_MAGNUM_SECONDS:-10}"
-MAG_MAX_SECS="${BENCH_MAGNUM_MAX_SECONDS:-30}"
+MAG_MAX_SECS="${BENCH_MAGNUM_MAX_SECONDS:-20}"
+GROWTH_SECS="${BENCH_GROWTH_SECONDS:-2}"
 RS_SECS="${BENCH_RS_SECONDS:-5}"
 WARM_SECS="${BENCH_WARMUP_SECONDS:-1}"
 CONNS="${BENCH_CONNS:-1 32}"
@@ -57,11 +63,13 @@ T0=$SECONDS
 
 # --- servers this script started: stopped on exit, by pid / port -------------------------
 RS_PID=""
+RS_PIDS=()
 MAGNUM_PORT=""
 cleanup() {
-  if [[ -n "$RS_PID" ]] && kill -0 "$RS_PID" 2>/dev/null; then
-    kill "$RS_PID" 2>/dev/null || true; wait "$RS_PID" 2>/dev/null || true
-  fi
+  local p
+  for p in "${RS_PIDS[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
+  done
   if [[ -n "$MAGNUM_PORT" ]]; then scripts/magnum-api.sh stop "$MAGNUM_PORT" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -72,7 +80,7 @@ meta nproc "$(nproc)"
 meta cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 meta mem_total "$(sed -n 's/^MemTotal:[[:space:]]*//p' /proc/meminfo)"
 meta kernel "$(uname -r)"
-meta mag_secs "$MAG_SECS"; meta mag_max_secs "$MAG_MAX_SECS"; meta rs_secs "$RS_SECS"; meta warm_secs "$WARM_SECS"
+meta mag_secs "$MAG_SECS"; meta mag_max_secs "$MAG_MAX_SECS"; meta growth_secs "$GROWTH_SECS"; meta rs_secs "$RS_SECS"; meta warm_secs "$WARM_SECS"
 meta sizes "$SIZES"; meta conns "$CONNS"
 say "work directory $WORK; load: $(uptime)"
 
@@ -106,6 +114,7 @@ start_rs() {  # start_rs DATABASE_URL PORT LOGFILE [serve flags...]; sets RS_PID
   "$BIN" --config "$ROOT/etc/magnum-rs.toml" --database-url "$url" \
     --bind "127.0.0.1:$port" serve "$@" </dev/null >"$log" 2>&1 &
   RS_PID=$!
+  RS_PIDS+=("$RS_PID")
   local _
   for _ in $(seq 1 300); do
     kill -0 "$RS_PID" 2>/dev/null || { say "magnum-rs exited:"; tail -n 20 "$log" >&2; exit 1; }
@@ -114,11 +123,13 @@ start_rs() {  # start_rs DATABASE_URL PORT LOGFILE [serve flags...]; sets RS_PID
   done
   say "magnum-rs not ready on $port"; tail -n 20 "$log" >&2; exit 1
 }
-stop_rs() {
-  [[ -n "$RS_PID" ]] || return 0
-  kill "$RS_PID" 2>/dev/null || true
-  wait "$RS_PID" 2>/dev/null || true
-  RS_PID=""
+stop_rs() {  # stop_rs [PID] (default: the last started)
+  local pid="${1:-$RS_PID}"
+  [[ -n "$pid" ]] || return 0
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  [[ "$pid" == "$RS_PID" ]] && RS_PID=""
+  return 0
 }
 
 # --- one benchmark row --------------------------------------------------------------------
@@ -264,6 +275,36 @@ for N in $SIZES; do
     stop_rs
   done
 done
+
+# --- cost growth, interleaved -------------------------------------------------------------
+read -r -a SZ <<<"$SIZES"
+LO="${SZ[0]}"; HI="${SZ[${#SZ[@]}-1]}"
+if [[ "$LO" != "$HI" ]]; then
+  for backend in mariadb sqlite; do
+    say "cost growth: magnum-rs on $backend, N=$LO and N=$HI side by side, interleaved"
+    declare -A GPID=() GBASE=()
+    for n in "$LO" "$HI"; do
+      port=$((PORT_BASE + 3)); [[ $n == "$HI" ]] && port=$((PORT_BASE + 4))
+      url="mysql://magnum:magnum@127.0.0.1:$DBPORT/bench_n$n"
+      [[ $backend == sqlite ]] && url="sqlite://$WORK/n$n.sqlite"
+      start_rs "$url" "$port" "$WORK/rs.growth.$n.$backend.log"
+      GPID[$n]="$RS_PID"; GBASE[$n]="http://127.0.0.1:$port"
+    done
+    for route in list list_marker resize; do
+      for c in $CONNS; do
+        for n in "$LO" "$HI" "$HI" "$LO"; do
+          spec="$(routes "$(cluster_uuid $((n / 2)))" "$(cluster_uuid $((n - 60)))" | grep "^$route|")"
+          IFS='|' read -r _ method path <<<"$spec"
+          run_row "$n|magnum-rs-$backend|$route|$c" "${GPID[$n]}" 0 "$method" "${GBASE[$n]}$path" \
+            "$GROWTH_SECS" "$c" "$WORK/growth.jsonl"
+          quiesce "${GPID[$n]}"
+        done
+      done
+    done
+    stop_rs "${GPID[$LO]}"; stop_rs "${GPID[$HI]}"
+    unset GPID GBASE
+  done
+fi
 
 meta quiesce_seconds "$QUIESCE_TOTAL"
 meta uptime_end "$(uptime)"
