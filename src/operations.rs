@@ -278,12 +278,10 @@ async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
 /// Whether other operations of the cluster are still open (then the cluster's own status
 /// stays in progress).
 async fn others_open(state: &AppState, op: &Operation) -> Result<bool, sqlx::Error> {
-    Ok(state
+    state
         .store
-        .operations_of_cluster(&op.cluster_uuid)
-        .await?
-        .iter()
-        .any(|o| o.id != op.id && (o.state == op_state::PENDING || o.state == op_state::RUNNING)))
+        .has_open_operations(&op.cluster_uuid, op.id)
+        .await
 }
 
 async fn complete(

@@ -286,6 +286,25 @@ impl Store {
         rows.iter().map(operation_from_row).collect()
     }
 
+    /// Whether the cluster has pending or running operations other than `except` (one indexed
+    /// probe; the history of finished operations is not read).
+    pub async fn has_open_operations(
+        &self,
+        cluster_uuid: &str,
+        except: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? AND state IN (?, ?) AND id <> ? LIMIT 1",
+        )
+        .bind(cluster_uuid.to_string())
+        .bind(op_state::PENDING)
+        .bind(op_state::RUNNING)
+        .bind(except)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(found.is_some())
+    }
+
     /// Moves an operation from `from` to `to`; false when another worker moved it first.
     pub async fn transition_operation(
         &self,
