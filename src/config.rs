@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::keystone::KeystoneAuthConfig;
 use crate::drivers::cluster_api::ClusterApiConfig;
 use crate::drivers::Triple;
 
@@ -36,6 +37,8 @@ pub struct Config {
     pub quotas: QuotaConfig,
     pub drivers: DriversConfig,
     pub noauth: NoauthConfig,
+    /// How tokens are validated in keystone auth mode.
+    pub keystone_authtoken: KeystoneAuthConfig,
 }
 
 /// The identity a noauth request has when it carries no identity headers (a client such
@@ -108,6 +111,7 @@ impl Default for Config {
             quotas: QuotaConfig::default(),
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
+            keystone_authtoken: KeystoneAuthConfig::default(),
         }
     }
 }

@@ -38,9 +38,17 @@ pub fn router(state: AppState) -> Router {
         .merge(versions::root_router())
         .merge(v1)
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state.clone())
         .layer(middleware::from_fn(finish_response));
-    Router::new().fallback_service(inner.map_request(normalize_path))
+    // Token authentication sees the raw path, before Magnum's routing rewrites it, as
+    // keystonemiddleware sits in front of Magnum's pecan app.
+    Router::new()
+        .fallback_service(inner.map_request(normalize_path))
+        .layer(middleware::from_fn_with_state(
+            state,
+            crate::auth::keystone::layer,
+        ))
+        .layer(middleware::from_fn(request_id))
 }
 
 async fn not_found() -> ApiError {
@@ -80,8 +88,7 @@ fn normalize_path(mut req: Request) -> Request {
     req
 }
 
-/// Outermost layer: `x-openstack-request-id` on every response, and the Accept-dependent
-/// blanks of webob errors.
+/// The Accept-dependent blanks of webob errors.
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
     let mut resp = next.run(req).await;
@@ -95,6 +102,13 @@ async fn finish_response(req: Request, next: Next) -> Response {
             resp = blank;
         }
     }
+    resp
+}
+
+/// Outermost layer (oslo's `request_id` middleware): `x-openstack-request-id` on every
+/// response, the authentication layer's refusals included.
+async fn request_id(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
     let id = format!("req-{}", uuid::Uuid::new_v4());
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut()
