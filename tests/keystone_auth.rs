@@ -227,6 +227,30 @@ async fn wait_for_status(
     }
 }
 
+/// Polls a cluster until the operations worker has finished creating it (bounded).
+async fn wait_created(port: u16, token: &str, cluster: &str) {
+    let start = Instant::now();
+    loop {
+        let r = call(
+            port,
+            "GET",
+            &format!("/v1/clusters/{cluster}"),
+            Some(token),
+            None,
+        )
+        .await;
+        if r.body["status"] == "CREATE_COMPLETE" {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "cluster {cluster} not created: {}",
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 struct Cli {
     bin: String,
     clouds: PathBuf,
@@ -599,6 +623,7 @@ async fn policy_yaml_letting_readers_resize_turns_the_readers_403_into_202() {
         .await;
         assert_eq!(c.status, 202, "{}", c.body);
         let uuid = c.body["uuid"].as_str().expect("uuid").to_string();
+        wait_created(port, &demo, &uuid).await;
         let r = call(
             port,
             "POST",
