@@ -107,6 +107,8 @@ pub enum ApiError {
     /// placeholders stay unformatted.
     #[error("The %(name)s resource %(id)s could not be found.")]
     ResourceNotFoundUnformatted,
+    #[error("Quota could not be found: {0}")]
+    QuotaNotFound(String),
 
     // --- 409 ---------------------------------------------------------------------------
     #[error("{0}")]
@@ -123,6 +125,11 @@ pub enum ApiError {
     InvalidClusterTemplateForUpgrade(String),
     #[error("Cluster API address is not available yet")]
     ClusterApiAddressUnavailable,
+    #[error("Quota for project {project_id} already exists for resource {resource}.")]
+    QuotaAlreadyExists {
+        project_id: String,
+        resource: String,
+    },
 
     // --- webob / pecan -----------------------------------------------------------------
     #[error("")]
@@ -204,12 +211,14 @@ impl ApiError {
             | NodeGroupNotFound(_)
             | ClusterTemplateNotFound(_)
             | ResourceNotFoundUnformatted
+            | QuotaNotFound(_)
             | RouteNotFound => StatusCode::NOT_FOUND,
             Conflict(_)
             | NodeGroupAlreadyExists { .. }
             | NodeGroupInvalidInput { .. }
             | InvalidClusterTemplateForUpgrade(_)
-            | ClusterApiAddressUnavailable => StatusCode::CONFLICT,
+            | ClusterApiAddressUnavailable
+            | QuotaAlreadyExists { .. } => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) | VersionNotAvailable { .. } | MicroversionUnsupported { .. } => {
                 StatusCode::NOT_ACCEPTABLE

@@ -9,9 +9,12 @@ pub mod clusters;
 pub mod jsonpatch;
 pub mod lookup;
 pub mod microversion;
+pub mod mservices;
 pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
+pub mod quotas;
+pub mod stats;
 pub mod versions;
 
 use axum::extract::Request;
@@ -32,6 +35,9 @@ pub fn router(state: AppState) -> Router {
         .merge(clusters::router())
         .merge(cluster_actions::router())
         .merge(nodegroups::router())
+        .merge(stats::router())
+        .merge(quotas::router())
+        .merge(mservices::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()
