@@ -56,6 +56,11 @@ pub enum ApiError {
     InvalidUuid(String),
     #[error("{0} is not supported.")]
     NotSupported(String),
+    /// `NotSupported` raised with a whole message (e.g. a driver's).
+    #[error("{0}")]
+    NotSupportedMessage(String),
+    #[error("Received invalid csr {0}.")]
+    InvalidCsr(String),
     #[error("Cluster type ({server_type}, {os}, {coe}) not supported.")]
     ClusterTypeNotSupported {
         server_type: String,
@@ -125,6 +130,8 @@ pub enum ApiError {
     InvalidClusterTemplateForUpgrade(String),
     #[error("Cluster API address is not available yet")]
     ClusterApiAddressUnavailable,
+    #[error("The CA certificate of cluster {0} is not available yet")]
+    ClusterCaUnavailable(String),
     #[error("Quota for project {project_id} already exists for resource {resource}.")]
     QuotaAlreadyExists {
         project_id: String,
@@ -193,6 +200,8 @@ impl ApiError {
             | PatchError { .. }
             | InvalidUuid(_)
             | NotSupported(_)
+            | NotSupportedMessage(_)
+            | InvalidCsr(_)
             | ClusterTypeNotSupported { .. }
             | ClusterDriverNotSupported(_)
             | MasterNgSizeInvalid(_)
@@ -218,6 +227,7 @@ impl ApiError {
             | NodeGroupInvalidInput { .. }
             | InvalidClusterTemplateForUpgrade(_)
             | ClusterApiAddressUnavailable
+            | ClusterCaUnavailable(_)
             | QuotaAlreadyExists { .. } => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) | VersionNotAvailable { .. } | MicroversionUnsupported { .. } => {

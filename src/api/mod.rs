@@ -3,6 +3,7 @@
 
 pub mod authz;
 pub mod body;
+pub mod certificates;
 pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
@@ -38,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .merge(stats::router())
         .merge(quotas::router())
         .merge(mservices::router())
+        .merge(certificates::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()
