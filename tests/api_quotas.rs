@@ -466,3 +466,29 @@ async fn cluster_create_falls_back_to_the_configured_default() {
     let r = try_cluster(&app, "third").await;
     assert!(r.detail().contains("maximum clusters per project, 0."));
 }
+
+#[tokio::test]
+async fn quotas_have_no_microversion_gate_as_in_magnum() {
+    let app = common::spawn_app().await;
+    let r = app
+        .send(
+            Method::POST,
+            "/v1/quotas",
+            &As::admin(),
+            Some("container-infra 1.1"),
+            Some(&json!({"project_id": PROJECT, "hard_limit": 2}).to_string()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = app
+        .send(
+            Method::GET,
+            &format!("/v1/quotas/{PROJECT}/Cluster"),
+            &As::member(),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["hard_limit"], 2);
+}
