@@ -39,6 +39,7 @@ pub struct Config {
     pub noauth: NoauthConfig,
     /// How tokens are validated in keystone auth mode.
     pub keystone_authtoken: KeystoneAuthConfig,
+    pub service: crate::mservice::ServiceConfig,
 }
 
 /// The identity a noauth request has when it carries no identity headers (a client such
@@ -112,6 +113,7 @@ impl Default for Config {
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
             keystone_authtoken: KeystoneAuthConfig::default(),
+            service: crate::mservice::ServiceConfig::default(),
         }
     }
 }

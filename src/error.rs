@@ -56,6 +56,11 @@ pub enum ApiError {
     InvalidUuid(String),
     #[error("{0} is not supported.")]
     NotSupported(String),
+    /// `NotSupported` raised with a whole message (e.g. a driver's).
+    #[error("{0}")]
+    NotSupportedMessage(String),
+    #[error("Received invalid csr {0}.")]
+    InvalidCsr(String),
     #[error("Cluster type ({server_type}, {os}, {coe}) not supported.")]
     ClusterTypeNotSupported {
         server_type: String,
@@ -107,6 +112,8 @@ pub enum ApiError {
     /// placeholders stay unformatted.
     #[error("The %(name)s resource %(id)s could not be found.")]
     ResourceNotFoundUnformatted,
+    #[error("Quota could not be found: {0}")]
+    QuotaNotFound(String),
 
     // --- 409 ---------------------------------------------------------------------------
     #[error("{0}")]
@@ -123,6 +130,13 @@ pub enum ApiError {
     InvalidClusterTemplateForUpgrade(String),
     #[error("Cluster API address is not available yet")]
     ClusterApiAddressUnavailable,
+    #[error("The CA certificate of cluster {0} is not available yet")]
+    ClusterCaUnavailable(String),
+    #[error("Quota for project {project_id} already exists for resource {resource}.")]
+    QuotaAlreadyExists {
+        project_id: String,
+        resource: String,
+    },
 
     // --- webob / pecan -----------------------------------------------------------------
     #[error("")]
@@ -186,6 +200,8 @@ impl ApiError {
             | PatchError { .. }
             | InvalidUuid(_)
             | NotSupported(_)
+            | NotSupportedMessage(_)
+            | InvalidCsr(_)
             | ClusterTypeNotSupported { .. }
             | ClusterDriverNotSupported(_)
             | MasterNgSizeInvalid(_)
@@ -204,12 +220,15 @@ impl ApiError {
             | NodeGroupNotFound(_)
             | ClusterTemplateNotFound(_)
             | ResourceNotFoundUnformatted
+            | QuotaNotFound(_)
             | RouteNotFound => StatusCode::NOT_FOUND,
             Conflict(_)
             | NodeGroupAlreadyExists { .. }
             | NodeGroupInvalidInput { .. }
             | InvalidClusterTemplateForUpgrade(_)
-            | ClusterApiAddressUnavailable => StatusCode::CONFLICT,
+            | ClusterApiAddressUnavailable
+            | ClusterCaUnavailable(_)
+            | QuotaAlreadyExists { .. } => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) | VersionNotAvailable { .. } | MicroversionUnsupported { .. } => {
                 StatusCode::NOT_ACCEPTABLE

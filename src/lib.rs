@@ -8,6 +8,7 @@ pub mod config;
 pub mod drivers;
 pub mod error;
 pub mod model;
+pub mod mservice;
 pub mod names;
 pub mod operations;
 pub mod policy;
@@ -103,7 +104,13 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 /// until `stop` turns true.
 async fn conduct(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
     let watchers = operations::start_watchers(&state);
+    let heartbeat = tokio::spawn(mservice::heartbeat(
+        state.store.clone(),
+        state.config.service.clone(),
+        stop.clone(),
+    ));
     operations::run_worker(state, std::time::Duration::from_secs(2), stop).await;
+    let _ = heartbeat.await;
     for w in watchers {
         w.abort();
     }

@@ -772,3 +772,195 @@ async fn one_replica_leads_and_the_next_leader_runs_what_a_dead_one_left() {
         |v| v["status"] == "UPDATE_COMPLETE",
     );
 }
+
+/// Decodes a kubeconfig's base64 `*-data` field (k8s-openapi's `ByteString` is base64).
+fn kubeconfig_data(v: &serde_yaml_ng::Value, path: &[&str]) -> String {
+    let mut cur = v;
+    for key in path {
+        cur = match key.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[*key],
+        };
+    }
+    let b64 = cur.as_str().unwrap_or_else(|| panic!("{path:?} missing"));
+    let bytes: k8s_openapi::ByteString = serde_json::from_value(json!(b64)).expect("base64");
+    String::from_utf8(bytes.0).expect("utf-8")
+}
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    x509_parser::pem::parse_x509_pem(pem.as_bytes())
+        .expect("pem")
+        .1
+        .contents
+}
+
+/// `openstack coe cluster config --use-certificate` on a ClusterAPI cluster: the kubeconfig
+/// carries the workload CA Cluster API holds in Secret `<stack>-ca`, and a client certificate
+/// (the CLI's own key and CSR) signed by that CA. Before the Secret exists the CA is not
+/// available (409); rotation is refused as magnum-cluster-api refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
+    use x509_parser::prelude::{FromDer as _, X509Certificate};
+
+    let kube = Kube::connect().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_server(&kube, dir.path()).await;
+    let (stack, uuid) = cluster_on_capi(&kube, &server).await;
+
+    let (code, body) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}"),
+        None,
+    );
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["errors"][0]["detail"],
+        format!("The CA certificate of cluster {uuid} is not available yet")
+    );
+
+    // What Cluster API's kubeadm control plane keeps: the workload CA in `<cluster>-ca`.
+    let ca_crt = include_str!("fixtures/capi-ca/tls.crt");
+    let ca_key = include_str!("fixtures/capi-ca/tls.key");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(kube.client.clone(), &kube.ns);
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("{stack}-ca"), "labels": {"cluster.x-k8s.io/cluster-name": stack}},
+        "type": "cluster.x-k8s.io/secret",
+        "stringData": {"tls.crt": ca_crt, "tls.key": ca_key},
+    }))
+    .expect("secret");
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create CA secret");
+
+    let out_dir = dir.path().join("kubeconfig");
+    std::fs::create_dir_all(&out_dir).expect("dir");
+    let out_arg = out_dir.display().to_string();
+    let (code, out, err) = openstack(
+        &server,
+        &[
+            "coe",
+            "cluster",
+            "config",
+            "k8s",
+            "--dir",
+            &out_arg,
+            "--use-certificate",
+            "--force",
+        ],
+    );
+    assert_eq!(code, 0, "cluster config: {out}{err}");
+    let text = std::fs::read_to_string(out_dir.join("config")).expect("kubeconfig written");
+    let cfg: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("yaml");
+    assert_eq!(
+        cfg["clusters"][0]["cluster"]["server"],
+        "https://203.0.113.10:6443"
+    );
+
+    // The CA in the kubeconfig is the one in the kube-apiserver's Secret.
+    let held = secrets.get(&format!("{stack}-ca")).await.expect("secret");
+    let held_crt = held
+        .data
+        .and_then(|d| d.get("tls.crt").cloned())
+        .map(|b| String::from_utf8(b.0).expect("utf-8"))
+        .expect("tls.crt");
+    let ca_in_config = kubeconfig_data(
+        &cfg,
+        &["clusters", "0", "cluster", "certificate-authority-data"],
+    );
+    assert_eq!(ca_in_config.trim(), held_crt.trim());
+
+    // The client certificate verifies against that CA.
+    let client = kubeconfig_data(&cfg, &["users", "0", "user", "client-certificate-data"]);
+    let ca_der = pem_der(&held_crt);
+    let (_, ca) = X509Certificate::from_der(&ca_der).expect("CA certificate");
+    let client_der = pem_der(&client);
+    let (_, cert) = X509Certificate::from_der(&client_der).expect("client certificate");
+    cert.verify_signature(Some(ca.public_key()))
+        .expect("the client certificate is signed by the cluster CA");
+    assert_eq!(cert.issuer(), ca.subject());
+    assert_eq!(cert.subject().to_string(), "CN=admin, O=system:masters");
+    assert!(cert.validity().is_valid());
+    assert!(
+        kubeconfig_data(&cfg, &["users", "0", "user", "client-key-data"]).contains("PRIVATE KEY")
+    );
+
+    // Magnum's shapes: GET is the CA with links, POST echoes the request with the signed pem.
+    let (code, shown) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}"),
+        None,
+    );
+    assert_eq!(code, 200);
+    assert_eq!(
+        shown,
+        json!({"cluster_uuid": uuid, "pem": held_crt,
+               "links": [{"href": format!("http://127.0.0.1/v1/certificates/{uuid}"), "rel": "self"},
+                         {"href": format!("http://127.0.0.1/certificates/{uuid}"), "rel": "bookmark"}]})
+    );
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kubelet-client");
+    let csr = params
+        .serialize_request(&key)
+        .expect("csr")
+        .pem()
+        .expect("pem");
+    let (code, signed) = http(
+        server.port,
+        "POST",
+        "/v1/certificates",
+        Some(&json!({"cluster_uuid": "k8s", "csr": csr})),
+    );
+    assert_eq!(code, 201, "{signed}");
+    let keys: Vec<&str> = signed
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["cluster_uuid", "csr", "pem", "links"]);
+    assert_eq!(signed["cluster_uuid"], json!(uuid));
+    assert_eq!(signed["csr"], json!(csr));
+    let (code, bad) = http(
+        server.port,
+        "POST",
+        "/v1/certificates",
+        Some(&json!({"cluster_uuid": "k8s", "csr": "not a csr"})),
+    );
+    assert_eq!(code, 400);
+    assert_eq!(
+        bad["errors"][0]["detail"],
+        "Received invalid csr not a csr."
+    );
+
+    // The CLI's CA view is the same certificate.
+    let (code, out, err) = openstack(&server, &["coe", "ca", "show", "k8s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), held_crt.trim());
+
+    // An etcd CA that Cluster API has not written is not available; rotation is refused.
+    let (code, _) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}?ca_cert_type=etcd"),
+        None,
+    );
+    assert_eq!(code, 409);
+    let (code, body) = http(
+        server.port,
+        "PATCH",
+        &format!("/v1/certificates/{uuid}"),
+        None,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["errors"][0]["detail"],
+        "'rotate_ca_certificate' is not supported by this driver."
+    );
+}

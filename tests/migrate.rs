@@ -27,6 +27,8 @@ async fn migrate_creates_magnums_tables_on_an_empty_database_and_is_idempotent()
         "cluster",
         "cluster_template",
         "nodegroup",
+        "quotas",
+        "magnum_service",
         "magnum_rs_operation",
     ] {
         let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))

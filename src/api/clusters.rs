@@ -473,7 +473,9 @@ async fn create_cluster(
     }
     enforce(&state, &ctx, "cluster:create")?;
     let project = ctx.project_id.clone().unwrap_or_default();
-    let limit = state.config.quotas.max_clusters_per_project;
+    // The project's row in Magnum's `quotas` table, else `[quotas] max_clusters_per_project`.
+    let limit =
+        super::quotas::effective_limit(&state, &project, super::quotas::CLUSTER_RESOURCE).await?;
     if state.store.count_project_clusters(&project).await? >= limit {
         return Err(ApiError::ResourceLimitExceeded(format!(
             "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."

@@ -3,15 +3,19 @@
 
 pub mod authz;
 pub mod body;
+pub mod certificates;
 pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod jsonpatch;
 pub mod lookup;
 pub mod microversion;
+pub mod mservices;
 pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
+pub mod quotas;
+pub mod stats;
 pub mod versions;
 
 use axum::extract::Request;
@@ -32,6 +36,10 @@ pub fn router(state: AppState) -> Router {
         .merge(clusters::router())
         .merge(cluster_actions::router())
         .merge(nodegroups::router())
+        .merge(stats::router())
+        .merge(quotas::router())
+        .merge(mservices::router())
+        .merge(certificates::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()

@@ -4,6 +4,7 @@
 //! Handlers never hold a role-specific rule: they ask the cluster's driver.
 
 pub mod capabilities;
+pub mod certificates;
 pub mod cluster_api;
 pub mod record_only;
 pub mod registry;
@@ -97,7 +98,9 @@ pub enum StatusReport {
 }
 
 /// The lifecycle half: every method is called by the operations worker, never on a request
-/// path, with the already-persisted desired state.
+/// path, with the already-persisted desired state. The exception are the certificate
+/// methods, which Magnum answers synchronously too (RPC calls): they run on the request path
+/// and return the API's error.
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
     async fn create_cluster(
@@ -143,6 +146,39 @@ pub trait Lifecycle: Send + Sync {
         cluster: &Cluster,
         nodegroup: &NodeGroup,
     ) -> Result<Progress, DriverError>;
+
+    /// The cluster's CA certificate (PEM) for Magnum's `ca_cert_type` (`kubernetes` when
+    /// absent, `etcd`, `front_proxy`/`front-proxy`): `GET /v1/certificates/{cluster}`.
+    async fn ca_certificate(
+        &self,
+        _cluster: &Cluster,
+        _ca_cert_type: Option<&str>,
+    ) -> Result<String, ApiError> {
+        Err(ApiError::NotSupportedMessage(
+            "'get_ca_certificate' is not supported by this driver.".into(),
+        ))
+    }
+
+    /// A client's certificate request signed by the cluster's CA (PEM):
+    /// `POST /v1/certificates`.
+    async fn sign_certificate(
+        &self,
+        _cluster: &Cluster,
+        _ca_cert_type: Option<&str>,
+        _csr: &str,
+    ) -> Result<String, ApiError> {
+        Err(ApiError::NotSupportedMessage(
+            "'sign_certificate' is not supported by this driver.".into(),
+        ))
+    }
+
+    /// Replaces the cluster's CA (`PATCH /v1/certificates/{cluster}`); Magnum's base driver
+    /// refuses with this text, and so does magnum-cluster-api.
+    async fn rotate_ca_certificate(&self, _cluster: &Cluster) -> Result<(), ApiError> {
+        Err(ApiError::NotSupportedMessage(
+            "'rotate_ca_certificate' is not supported by this driver.".into(),
+        ))
+    }
 
     /// Starts the driver's watchers, which send what they observe to `reports`. Drivers
     /// that complete everything synchronously have none.

@@ -147,10 +147,10 @@ pub fn select_list(cols: &[(&str, Kind)], alias: &str) -> String {
 }
 
 /// Typed access to one row; every getter tolerates the representations both drivers give.
-struct R<'a>(&'a AnyRow);
+pub(super) struct R<'a>(pub(super) &'a AnyRow);
 
 impl R<'_> {
-    fn text(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
+    pub(super) fn text(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
         match self.0.try_get::<Option<String>, _>(col) {
             Ok(v) => Ok(v),
             Err(_) => Ok(self
@@ -160,16 +160,16 @@ impl R<'_> {
         }
     }
 
-    fn int(&self, col: &str) -> Result<Option<i64>, sqlx::Error> {
+    pub(super) fn int(&self, col: &str) -> Result<Option<i64>, sqlx::Error> {
         self.0.try_get::<Option<i64>, _>(col)
     }
 
-    fn boolean(&self, col: &str) -> Result<Option<bool>, sqlx::Error> {
+    pub(super) fn boolean(&self, col: &str) -> Result<Option<bool>, sqlx::Error> {
         Ok(self.int(col)?.map(|v| v != 0))
     }
 
     /// DATETIME as Python's `isoformat()` of an aware UTC datetime.
-    fn time(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
+    pub(super) fn time(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
         Ok(self.text(col)?.map(|t| iso8601(&t)))
     }
 

@@ -10,6 +10,9 @@ pub mod migrate;
 pub mod nodegroups;
 pub mod operations;
 mod page;
+pub mod quotas;
+pub mod services;
+mod stats;
 pub mod templates;
 
 use std::str::FromStr;
@@ -19,7 +22,7 @@ use anyhow::Context as _;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::AnyPool;
 
-pub use columns::{is_cluster_column, is_nodegroup_column, is_template_column};
+pub use columns::{is_cluster_column, is_nodegroup_column, is_template_column, iso8601};
 pub use page::{Page, SortDir};
 
 /// Which SQL dialect is behind the pool; only DDL and a few statements depend on it.

@@ -156,6 +156,16 @@ impl KubeClusterApiDriver {
         }
     }
 
+    /// Where a cluster's CA Secrets live; a cluster without a Cluster API name has none yet.
+    fn ca_location(&self, cluster: &Cluster) -> Result<(&ManagementCluster, String), ApiError> {
+        let mc = self
+            .management_for(cluster)
+            .map_err(|e| ApiError::Conflict(e.to_string()))?;
+        let stack = Self::stack_id(cluster)
+            .map_err(|_| ApiError::ClusterCaUnavailable(cluster.uuid.clone()))?;
+        Ok((mc, stack))
+    }
+
     fn api(&self, mc: &ManagementCluster, ar: &kube::api::ApiResource) -> Api<DynamicObject> {
         Api::namespaced_with(mc.client.clone(), &mc.namespace, ar)
     }
@@ -532,6 +542,25 @@ impl Lifecycle for KubeClusterApiDriver {
         })
         .await?;
         Ok(Progress::Complete)
+    }
+
+    async fn ca_certificate(
+        &self,
+        cluster: &Cluster,
+        ca_cert_type: Option<&str>,
+    ) -> Result<String, ApiError> {
+        let (mc, stack) = self.ca_location(cluster)?;
+        super::ca::ca_certificate(mc, &cluster.uuid, &stack, ca_cert_type).await
+    }
+
+    async fn sign_certificate(
+        &self,
+        cluster: &Cluster,
+        ca_cert_type: Option<&str>,
+        csr: &str,
+    ) -> Result<String, ApiError> {
+        let (mc, stack) = self.ca_location(cluster)?;
+        super::ca::sign(mc, &cluster.uuid, &stack, ca_cert_type, csr).await
     }
 
     fn leadership(&self) -> Option<tokio::sync::watch::Receiver<bool>> {

@@ -5,6 +5,7 @@
 //! With management clusters configured it drives Cluster API through kube-rs
 //! ([`kube_driver`]); without, it records operations only ([`RecordOnlyDriver`]).
 
+pub mod ca;
 pub mod kube_driver;
 pub mod leader;
 pub mod status;

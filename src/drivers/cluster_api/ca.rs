@@ -1,0 +1,111 @@
+//! The workload cluster's CAs as Cluster API keeps them in the management cluster: Secret
+//! `<cluster>-ca` (and `-etcd`, `-proxy`) with `tls.crt` and `tls.key`, the names
+//! magnum-cluster-api writes and kubeadm's control plane reads. `GET /v1/certificates`
+//! answers `tls.crt`; `POST /v1/certificates` signs with `tls.key`, which never leaves
+//! this module (nor any log).
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use super::kube_driver::ManagementCluster;
+use crate::drivers::certificates::{CertificateAuthority, SignError};
+use crate::error::ApiError;
+
+/// The Secret suffix of a Magnum `ca_cert_type` (Magnum: `etcd`, `front_proxy` or
+/// `front-proxy`; anything else is the cluster CA).
+pub fn secret_suffix(ca_cert_type: Option<&str>) -> &'static str {
+    match ca_cert_type {
+        Some("etcd") => "etcd",
+        Some("front_proxy" | "front-proxy") => "proxy",
+        _ => "ca",
+    }
+}
+
+/// The CA certificate and key (PEM) of `stack` for `ca_cert_type`.
+async fn read_ca(
+    mc: &ManagementCluster,
+    cluster_uuid: &str,
+    stack: &str,
+    ca_cert_type: Option<&str>,
+) -> Result<(String, Option<String>), ApiError> {
+    let name = format!("{stack}-{}", secret_suffix(ca_cert_type));
+    let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
+    let secret = api.get_opt(&name).await.map_err(|e| {
+        ApiError::ServiceUnavailable(format!(
+            "management cluster {}: cannot read Secret {}/{name}: {}",
+            mc.name,
+            mc.namespace,
+            short(&e)
+        ))
+    })?;
+    let data = secret.and_then(|s| s.data).unwrap_or_default();
+    let text = |key: &str| {
+        data.get(key)
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+            .filter(|t| !t.trim().is_empty())
+    };
+    let cert =
+        text("tls.crt").ok_or_else(|| ApiError::ClusterCaUnavailable(cluster_uuid.into()))?;
+    Ok((cert, text("tls.key")))
+}
+
+/// Kube errors without the request details.
+fn short(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `GET /v1/certificates/{cluster}`: the CA certificate (PEM).
+pub async fn ca_certificate(
+    mc: &ManagementCluster,
+    cluster_uuid: &str,
+    stack: &str,
+    ca_cert_type: Option<&str>,
+) -> Result<String, ApiError> {
+    Ok(read_ca(mc, cluster_uuid, stack, ca_cert_type).await?.0)
+}
+
+/// `POST /v1/certificates`: `csr` signed by the CA (PEM).
+pub async fn sign(
+    mc: &ManagementCluster,
+    cluster_uuid: &str,
+    stack: &str,
+    ca_cert_type: Option<&str>,
+    csr: &str,
+) -> Result<String, ApiError> {
+    let (cert, key) = read_ca(mc, cluster_uuid, stack, ca_cert_type).await?;
+    let key = key.ok_or_else(|| ApiError::ClusterCaUnavailable(cluster_uuid.into()))?;
+    CertificateAuthority {
+        cert_pem: &cert,
+        key_pem: &key,
+    }
+    .sign(csr)
+    .map_err(|e| match e {
+        SignError::InvalidCsr => ApiError::InvalidCsr(csr.to_string()),
+        SignError::BadCa(why) => {
+            tracing::warn!(
+                cluster = cluster_uuid,
+                "cannot sign with the cluster CA: {why}"
+            );
+            ApiError::ServiceUnavailable(format!(
+                "the CA of cluster {cluster_uuid} cannot sign: {why}"
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ca_cert_types_map_to_cluster_api_secret_names() {
+        assert_eq!(secret_suffix(None), "ca");
+        assert_eq!(secret_suffix(Some("kubernetes")), "ca");
+        assert_eq!(secret_suffix(Some("etcd")), "etcd");
+        assert_eq!(secret_suffix(Some("front_proxy")), "proxy");
+        assert_eq!(secret_suffix(Some("front-proxy")), "proxy");
+    }
+}
