@@ -1381,6 +1381,20 @@ async fn detail_under_a_cluster_is_404_with_the_unformatted_resource_text() {
     );
 }
 
+#[tokio::test]
+async fn detail_under_a_cluster_name_is_400_for_the_marker() {
+    // WSME binds the path segment to `detail`'s `marker` (a uuid) before anything else.
+    let app = spawn_app().await;
+    app.standard_fixture().await;
+    let r = app.get("/v1/clusters/k8s/detail", &As::member()).await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Invalid input for field/attribute marker. Value: 'k8s'. unable to convert to uuid. \
+         Error: Expected a uuid but received k8s.",
+    );
+}
+
 // --- pagination ---------------------------------------------------------------------------
 
 /// Follows a `next` link the way python-magnumclient does (scheme and host stripped).

@@ -12,7 +12,7 @@ use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::Body;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
-use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
@@ -30,6 +30,10 @@ pub fn router() -> Router<AppState> {
             get(show_template)
                 .patch(update_template)
                 .delete(delete_template),
+        )
+        .route(
+            "/v1/clustertemplates/{ident}/detail",
+            get(detail_under_template),
         )
 }
 
@@ -181,6 +185,19 @@ async fn list_templates_detail(
         "clustertemplate:detail_all_projects",
     )
     .await
+}
+
+/// `GET /v1/clustertemplates/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid),
+/// then Magnum raises `HTTPNotFound` without arguments ("/detail should only work against
+/// collections").
+async fn detail_under_template(
+    State(state): State<AppState>,
+    Path(ident): Path<String>,
+    ctx: RequestContext,
+) -> ApiResult<Json<Value>> {
+    check_marker(&ident)?;
+    enforce(&state, &ctx, "clustertemplate:detail")?;
+    Err(ApiError::ResourceNotFoundUnformatted)
 }
 
 async fn collection(

@@ -14,7 +14,7 @@ use super::body::{check_name_pattern, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
-use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
     status, Cluster, ClusterCounts, NodeGroup, RequestContext, Tenancy, ROLE_MASTER, ROLE_WORKER,
@@ -318,11 +318,14 @@ async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("cluster_ident".into())
 }
 
-/// `GET /v1/clusters/{x}/detail`: Magnum raises `HTTPNotFound` without arguments.
+/// `GET /v1/clusters/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid), then
+/// Magnum raises `HTTPNotFound` without arguments.
 async fn detail_under_cluster(
     State(state): State<AppState>,
+    Path(ident): Path<String>,
     ctx: RequestContext,
 ) -> ApiResult<Json<Value>> {
+    check_marker(&ident)?;
     enforce(&state, &ctx, "cluster:detail")?;
     Err(ApiError::ResourceNotFoundUnformatted)
 }
