@@ -302,6 +302,16 @@ fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
     into.tls_disabled = Some(b.boolean("tls_disabled")?.unwrap_or(false));
     into.public = Some(b.boolean("public")?.unwrap_or(false));
     into.server_type = Some(s("server_type")?.unwrap_or_else(|| "vm".into()));
+    if let Some(st) = into.server_type.as_deref() {
+        // `wtypes.Enum(wtypes.text, 'vm', 'bm')` (a set: Python prints it in hash order).
+        if !["vm", "bm"].contains(&st) {
+            return Err(ApiError::invalid_input(
+                "server_type",
+                st,
+                "Value should be one of: vm, bm",
+            ));
+        }
+    }
     into.insecure_registry = s("insecure_registry")?;
     into.docker_storage_driver = s("docker_storage_driver")?;
     into.master_lb_enabled = Some(b.boolean("master_lb_enabled")?.unwrap_or(false));
@@ -319,7 +329,8 @@ fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
     if t.coe.as_deref() != Some("kubernetes") {
         return Err(ApiError::InvalidParameterValue(format!(
             "Requested COE type {} is not supported.",
-            t.coe.as_deref().unwrap_or("None")
+            // WSME's `Unset` sentinel, as Magnum prints it.
+            t.coe.as_deref().unwrap_or("Unset")
         )));
     }
     let server_type = t.server_type.as_deref().unwrap_or("vm");
