@@ -181,7 +181,9 @@ async fn upgrade_cluster(
     RawQuery(raw): RawQuery,
     bytes: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    version.require(Version::new(1, 7), "upgrade")?;
+    // Magnum's 406 names `resize` here too: pecan's lookup of the actions controller
+    // reports the first versioned method it tried.
+    version.require(Version::new(1, 7), "resize")?;
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(
         &bytes,
