@@ -4,8 +4,9 @@
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
-#      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
-#      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs;
+#      Magnum 23 (PyPI) that the conformance harness (tests/conformance.rs) runs on
+#      databases made by Magnum's own migrations, on ports ${MAGNUM_CONF_PORTS:-19611,19612};
+#      a real kube-apiserver (built from Go source) with etcd and the Cluster API CRDs;
 #   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
@@ -15,13 +16,15 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
 cd "$ROOT"
 
-REF_DB=magnum_rs_reference
-REF_PORT="${MAGNUM_REF_PORT:-19611}"
+# Two ports for the real Magnum API that the conformance harness starts (HTTP cases, CLI
+# session); its databases are conf_{http,cli}_{magnum,ours} on the MariaDB below.
+CONF_PORTS="${MAGNUM_CONF_PORTS:-19611,19612}"
 KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 cleanup() {
-  "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
+  local p
+  for p in ${CONF_PORTS//,/ }; do "$HERE/magnum-api.sh" stop "$p" >/dev/null 2>&1 || true; done
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -40,13 +43,12 @@ step "openstack CLI"
 MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
 export MAGNUM_RS_OPENSTACK
 
-step "real Magnum 23 API on a database made by Magnum's migrations"
-"$HERE/magnum-db.sh" create "$REF_DB" >&2
-"$HERE/magnum-db.sh" seed "$REF_DB" >&2
-"$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
-MAGNUM_RS_TEST_MAGNUM_API="$("$HERE/magnum-api.sh" start "$REF_DB" "$REF_PORT")"
-export MAGNUM_RS_TEST_MAGNUM_API
-export MAGNUM_RS_TEST_MAGNUM_DB="$MYSQL_BASE/$REF_DB"
+step "real Magnum 23 (PyPI) for the differential conformance harness"
+# tests/conformance.rs creates its databases with Magnum's own migrations, seeds them and
+# starts the real Magnum API itself (scripts/magnum-db.sh, scripts/magnum-api.sh).
+"$HERE/venv.sh" magnum >/dev/null
+export MAGNUM_RS_TEST_CONFORMANCE_MYSQL="$MYSQL_BASE"
+export MAGNUM_RS_TEST_CONFORMANCE_PORTS="$CONF_PORTS"
 
 step "real kube-apiserver + etcd with the Cluster API CRDs"
 "$HERE/kube.sh" build
