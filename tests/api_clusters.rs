@@ -1918,3 +1918,37 @@ async fn bad_input_changes_nothing() {
     assert_eq!(app.run_operations().await, 0, "no operation was recorded");
     assert_eq!(snapshot(&app).await, before);
 }
+
+#[tokio::test]
+async fn member_posts_collection_deletes_and_unknown_actions_answer_as_magnum() {
+    let app = spawn_app().await;
+    app.standard_fixture().await;
+    // pecan passes the path segment as the body argument; WSME cannot build the type.
+    let r = app.post("/v1/clusters/k8s", &As::member(), json!({})).await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Invalid input for field/attribute cluster. Value: 'k8s'. unable to convert to Cluster. \
+         Error: Cluster.__init__() takes 1 positional argument but 2 were given",
+    );
+    let r = app
+        .post("/v1/clustertemplates/capi", &As::member(), json!({}))
+        .await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Invalid input for field/attribute cluster_template. Value: 'capi'. unable to convert \
+         to ClusterTemplate. Error: ClusterTemplate.__init__() takes 1 positional argument but \
+         2 were given",
+    );
+    let r = app.delete("/v1/clustertemplates", &As::member()).await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Missing argument: \"cluster_template_ident\"",
+    );
+    let r = app
+        .post("/v1/clusters/k8s/actions/explode", &As::member(), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+}

@@ -33,6 +33,19 @@ pub fn py_repr(v: &Value) -> String {
     }
 }
 
+/// `POST` on a member URL (`/v1/clusters/{x}`): pecan passes the path segment as the body
+/// argument, and WSME fails to build the type from a string.
+pub fn member_post_error(argname: &str, type_name: &str, ident: &str) -> ApiError {
+    ApiError::invalid_input(
+        argname,
+        ident,
+        format!(
+            "unable to convert to {type_name}. Error: {type_name}.__init__() takes 1 positional \
+             argument but 2 were given"
+        ),
+    )
+}
+
 /// A JSON object body being validated.
 pub struct Body {
     argname: &'static str,

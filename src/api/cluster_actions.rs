@@ -27,6 +27,15 @@ pub fn router() -> Router<AppState> {
             "/v1/clusters/{ident}/actions/upgrade",
             post(upgrade_cluster),
         )
+        // pecan finds no such method on the actions controller.
+        .route(
+            "/v1/clusters/{ident}/actions/{action}",
+            axum::routing::any(unknown_action),
+        )
+}
+
+async fn unknown_action() -> ApiError {
+    ApiError::MethodNotAllowed
 }
 
 /// A validated `ClusterResizeRequest`.

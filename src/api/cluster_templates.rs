@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
-use super::body::Body;
+use super::body::{member_post_error, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
@@ -22,12 +22,16 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/v1/clustertemplates",
-            get(list_templates).post(create_template),
+            get(list_templates)
+                .post(create_template)
+                .delete(missing_ident)
+                .patch(missing_ident),
         )
         .route("/v1/clustertemplates/detail", get(list_templates_detail))
         .route(
             "/v1/clustertemplates/{ident}",
             get(show_template)
+                .post(post_on_template)
                 .patch(update_template)
                 .delete(delete_template),
         )
@@ -185,6 +189,15 @@ async fn list_templates_detail(
         "clustertemplate:detail_all_projects",
     )
     .await
+}
+
+/// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn missing_ident() -> ApiError {
+    ApiError::MissingArgument("cluster_template_ident".into())
+}
+
+async fn post_on_template(Path(ident): Path<String>) -> ApiError {
+    member_post_error("cluster_template", "ClusterTemplate", &ident)
 }
 
 /// `GET /v1/clustertemplates/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid),

@@ -10,7 +10,7 @@ use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
-use super::body::{check_name_pattern, Body};
+use super::body::{check_name_pattern, member_post_error, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
@@ -36,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/clusters/{ident}",
             get(show_cluster)
+                .post(post_on_cluster)
                 .patch(update_cluster)
                 .delete(delete_cluster),
         )
@@ -316,6 +317,10 @@ async fn list_clusters_detail(
 /// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
 async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("cluster_ident".into())
+}
+
+async fn post_on_cluster(Path(ident): Path<String>) -> ApiError {
+    member_post_error("cluster", "Cluster", &ident)
 }
 
 /// `GET /v1/clusters/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid), then

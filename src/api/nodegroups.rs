@@ -8,7 +8,7 @@ use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce};
-use super::body::Body;
+use super::body::{member_post_error, Body};
 use super::clusters::labels_diff;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
@@ -35,6 +35,7 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
             get(show_nodegroup)
+                .post(post_on_nodegroup)
                 .patch(update_nodegroup)
                 .delete(delete_nodegroup),
         )
@@ -191,6 +192,14 @@ fn render_summary(ng: &NodeGroup) -> Value {
 }
 
 /// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn post_on_nodegroup(
+    Extension(version): Extension<Version>,
+    Path((_cluster, nodegroup)): Path<(String, String)>,
+) -> ApiResult<()> {
+    version.require(MIN_VERSION, "post")?;
+    Err(member_post_error("nodegroup", "NodeGroup", &nodegroup))
+}
+
 async fn missing_nodegroup_ident(Extension(version): Extension<Version>) -> ApiResult<()> {
     version.require(MIN_VERSION, "delete")?;
     Err(ApiError::MissingArgument("nodegroup_id".into()))
