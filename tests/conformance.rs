@@ -235,6 +235,8 @@ struct Tally {
     compared: usize,
     identical: usize,
     listed: BTreeMap<String, usize>,
+    /// The expected differences themselves, for the report.
+    listed_details: Vec<String>,
     failures: Vec<String>,
 }
 
@@ -255,7 +257,11 @@ impl Tally {
             (true, Some(id)) => self.failures.push(format!(
                 "{label}: tagged `{id}` but both servers now agree: remove the tag"
             )),
-            (false, Some(id)) => *self.listed.entry(id.to_string()).or_default() += 1,
+            (false, Some(id)) => {
+                *self.listed.entry(id.to_string()).or_default() += 1;
+                self.listed_details
+                    .push(format!("{label}: `{id}`:\n    {}", diffs.join("\n    ")));
+            }
             (false, None) => self.failures.push(format!(
                 "{label}: unlisted difference:\n    {}",
                 diffs.join("\n    ")
@@ -279,7 +285,13 @@ impl Tally {
         );
         let report = format!("{summary}\n{}\n", self.failures.join("\n"));
         let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{what}.txt"));
-        let _ = std::fs::write(&path, &report);
+        let _ = std::fs::write(
+            &path,
+            format!(
+                "{report}\nlisted differences:\n{}\n",
+                self.listed_details.join("\n")
+            ),
+        );
         eprintln!("{report}(report in {})", path.display());
         assert!(self.failures.is_empty(), "{report}");
     }
