@@ -190,8 +190,8 @@ async fn upgrade_cluster(
     RawQuery(raw): RawQuery,
     bytes: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    // Magnum's 406 names `resize` here too: pecan's lookup of the actions controller
-    // reports the first versioned method it tried.
+    // Magnum's 406 names `resize` here too: pecan looks the actions controller's attributes
+    // up in `dir()` (alphabetical) order, and the versioned `resize` comes first.
     version.require(Version::new(1, 7), "resize")?;
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(
