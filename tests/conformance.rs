@@ -86,8 +86,12 @@ struct Pair {
     _dir: tempfile::TempDir,
 }
 
+/// One set-up at a time: the scripts may build the shared Magnum virtualenv on first use.
+static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Pair {
     fn start(tag: &str, port_index: usize) -> Pair {
+        let _one_at_a_time = SETUP.lock().unwrap_or_else(|e| e.into_inner());
         let base = env("MAGNUM_RS_TEST_CONFORMANCE_MYSQL");
         let ports: Vec<u16> = env("MAGNUM_RS_TEST_CONFORMANCE_PORTS")
             .split(',')
