@@ -7,7 +7,7 @@ It replays what the API (cluster_template post, cluster _post, nodegroup post) a
 the conductor (Handler.cluster_create + conductor.utils._get_nodegroup_object,
 nodegroup_create) write, then sets what a finished driver create leaves behind
 (status, status_reason, stack_id, api_address, coe_version, health_status,
-node_addresses).  Idempotent: the seeded template, clusters and every nodegroup of
+node_addresses).  Idempotent: the seeded templates, clusters and every nodegroup of
 those clusters are deleted first and recreated (new ids/timestamps).
 """
 import sys
@@ -37,6 +37,20 @@ TEMPLATE = dict(
     hidden=False,
 )
 
+# Further templates, for lookups, visibility and delete: an unused one of the seed's
+# project, a public and a public+hidden one of another project, and two of the same name.
+EXTRA_TEMPLATES = [
+    dict(TEMPLATE, uuid="0b3c7f2e-6a51-4d7e-9f0a-00000000000b", name="spare-template",
+         labels={}, master_lb_enabled=False),
+    dict(TEMPLATE, uuid="0b3c7f2e-6a51-4d7e-9f0a-00000000000c", name="public-template",
+         project_id=FOREIGN_PROJECT, user_id="u-foreign", public=True,
+         cluster_distro="fedora-coreos"),
+    dict(TEMPLATE, uuid="0b3c7f2e-6a51-4d7e-9f0a-00000000000d", name="hidden-template",
+         project_id=FOREIGN_PROJECT, user_id="u-foreign", public=True, hidden=True),
+    dict(TEMPLATE, uuid="0b3c7f2e-6a51-4d7e-9f0a-00000000000e", name="twin-template"),
+    dict(TEMPLATE, uuid="0b3c7f2e-6a51-4d7e-9f0a-00000000000f", name="twin-template"),
+]
+
 # name, uuid, project, user, final status, status_reason, stack_id, api_address,
 # health_status, default nodegroups: (uuid, node_count, node_addresses) for
 # master / worker, extra nodegroups.
@@ -62,13 +76,43 @@ CLUSTERS = [
          extra=[dict(name="bounded-ng", uuid="b1b1b1b1-0000-4000-8000-000000000023",
                      role="worker", node_count=2, min_node_count=1,
                      max_node_count=5)]),
+    # Another project's cluster, made from that project's public template.
     dict(name="foreign-cluster", uuid="a1a1a1a1-0000-4000-8000-000000000003",
+         template="0b3c7f2e-6a51-4d7e-9f0a-00000000000c",
          project_id=FOREIGN_PROJECT, user_id="u-foreign",
          status=fields.ClusterStatus.UPDATE_FAILED, status_reason="boom",
          stack_id="kube-foreign", api_address="https://10.0.0.7:6443",
          health_status=fields.ClusterHealthStatus.UNKNOWN,
          master=("b1b1b1b1-0000-4000-8000-000000000031", 1, []),
          worker=("b1b1b1b1-0000-4000-8000-000000000032", 1, []),
+         extra=[]),
+    # Still being created: no api_address yet, nodegroups CREATE_IN_PROGRESS.
+    dict(name="building-cluster", uuid="a1a1a1a1-0000-4000-8000-000000000004",
+         project_id=PROJECT, user_id="u-demo",
+         status=fields.ClusterStatus.CREATE_IN_PROGRESS, status_reason=None,
+         stack_id="kube-building", api_address=None,
+         health_status=None, ng_status=fields.ClusterStatus.CREATE_IN_PROGRESS,
+         master=("b1b1b1b1-0000-4000-8000-000000000041", 3, []),
+         worker=("b1b1b1b1-0000-4000-8000-000000000042", 0, []),
+         extra=[]),
+    # Two clusters of one name (ambiguous name lookups), one failed, one being deleted.
+    dict(name="twin", uuid="a1a1a1a1-0000-4000-8000-000000000005",
+         project_id=PROJECT, user_id="u-demo",
+         status=fields.ClusterStatus.UPDATE_FAILED, status_reason="resize failed",
+         stack_id="kube-twin1", api_address="https://10.0.0.8:6443",
+         health_status=fields.ClusterHealthStatus.UNHEALTHY,
+         master=("b1b1b1b1-0000-4000-8000-000000000051", 1, []),
+         worker=("b1b1b1b1-0000-4000-8000-000000000052", 3, []),
+         extra=[dict(name="gpu", uuid="b1b1b1b1-0000-4000-8000-000000000053",
+                     role="gpu", node_count=1, min_node_count=0,
+                     max_node_count=None)]),
+    dict(name="twin", uuid="a1a1a1a1-0000-4000-8000-000000000006",
+         project_id=PROJECT, user_id="u-demo",
+         status=fields.ClusterStatus.DELETE_IN_PROGRESS, status_reason=None,
+         stack_id="kube-twin2", api_address="https://10.0.0.9:6443",
+         health_status=fields.ClusterHealthStatus.HEALTHY,
+         master=("b1b1b1b1-0000-4000-8000-000000000061", 1, []),
+         worker=("b1b1b1b1-0000-4000-8000-000000000062", 1, []),
          extra=[]),
 ]
 
@@ -83,18 +127,19 @@ def delete_existing(ctx):
         for ng in objects.NodeGroup.list(ctx, cluster.uuid):
             ng.destroy()
         cluster.destroy()
-    try:
-        objects.ClusterTemplate.get_by_uuid(ctx, TEMPLATE_UUID).destroy()
-    except exception.ClusterTemplateNotFound:
-        pass
+    for spec in [TEMPLATE] + EXTRA_TEMPLATES:
+        try:
+            objects.ClusterTemplate.get_by_uuid(ctx, spec["uuid"]).destroy()
+        except exception.ClusterTemplateNotFound:
+            pass
 
 
 def reset_auto_increment():
     """Let ids restart after the highest remaining row (1 when the tables are empty).
 
     MariaDB/InnoDB clamps AUTO_INCREMENT to max(id)+1, so a re-seed of an otherwise
-    empty database gets the same ids (template 1, clusters 1-3, nodegroups 1-7)
-    as the first seed.  Housekeeping only; the rows themselves go through objects.
+    empty database gets the same ids (templates 1-6, clusters 1-6, nodegroups 1-14) as
+    the first seed.  Housekeeping only; the rows themselves go through objects.
     """
     engine = enginefacade.writer.get_engine()
     if engine.dialect.name != "mysql":
@@ -139,7 +184,7 @@ def create_cluster(ctx, template, spec):
     for ng, addrs in ngs:
         ng.stack_id = cluster.stack_id
         ng.node_addresses = addrs
-        ng.status = fields.ClusterStatus.CREATE_COMPLETE
+        ng.status = spec.get("ng_status", fields.ClusterStatus.CREATE_COMPLETE)
         ng.save()
     # Extra (non-default) nodegroups: nodegroup post + nodegroup_create.
     for extra in spec["extra"]:
@@ -161,12 +206,14 @@ def main():
     ctx = magnum_context.make_admin_context(all_tenants=True)
     delete_existing(ctx)
     reset_auto_increment()
-    template = objects.ClusterTemplate(ctx, **TEMPLATE)
-    template.create()
+    templates = {}
+    for spec in [TEMPLATE] + EXTRA_TEMPLATES:
+        templates[spec["uuid"]] = objects.ClusterTemplate(ctx, **spec)
+        templates[spec["uuid"]].create()
     for spec in CLUSTERS:
-        create_cluster(ctx, template, spec)
-    print("magnum_seed: seeded 1 template, %d clusters" % len(CLUSTERS),
-          file=sys.stderr)
+        create_cluster(ctx, templates[spec.get("template", TEMPLATE_UUID)], spec)
+    print("magnum_seed: seeded %d templates, %d clusters"
+          % (1 + len(EXTRA_TEMPLATES), len(CLUSTERS)), file=sys.stderr)
 
 
 if __name__ == "__main__":

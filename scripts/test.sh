@@ -4,7 +4,9 @@
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
-#      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
+#      Magnum 23 API (PyPI) on a database made by Magnum's own migrations (port
+#      ${MAGNUM_REF_PORT:-19621}), and the one the conformance harness (tests/conformance.rs)
+#      runs on its own such databases, on ports ${MAGNUM_CONF_PORTS:-19611,19612}; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; a real
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
 #   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
@@ -21,11 +23,16 @@ KEYSTONE_PORT="${MAGNUM_RS_KEYSTONE_PORT:-15000}"
 # The catalog's container-infra endpoint: tests/keystone_auth.rs serves magnum-rs here.
 KEYSTONE_MAGNUM_PORT="${MAGNUM_RS_KEYSTONE_MAGNUM_PORT:-19511}"
 KEYSTONE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/keystone-run"
-REF_PORT="${MAGNUM_REF_PORT:-19611}"
+REF_PORT="${MAGNUM_REF_PORT:-19621}"
+# Two ports for the real Magnum API that the conformance harness starts (HTTP cases, CLI
+# session); its databases are conf_{http,cli}_{magnum,ours} on the MariaDB below.
+CONF_PORTS="${MAGNUM_CONF_PORTS:-19611,19612}"
 KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 cleanup() {
+  local p
+  for p in ${CONF_PORTS//,/ }; do "$HERE/magnum-api.sh" stop "$p" >/dev/null 2>&1 || true; done
   "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
   "$HERE/keystone.sh" stop "$KEYSTONE_DIR" >/dev/null 2>&1 || true
@@ -46,7 +53,15 @@ step "openstack CLI"
 MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
 export MAGNUM_RS_OPENSTACK
 
+step "real Magnum 23 (PyPI) for the differential conformance harness"
+# tests/conformance.rs creates its databases with Magnum's own migrations, seeds them and
+# starts the real Magnum API itself (scripts/magnum-db.sh, scripts/magnum-api.sh).
+"$HERE/venv.sh" magnum >/dev/null
+export MAGNUM_RS_TEST_CONFORMANCE_MYSQL="$MYSQL_BASE"
+export MAGNUM_RS_TEST_CONFORMANCE_PORTS="$CONF_PORTS"
+
 step "real Magnum 23 API on a database made by Magnum's migrations"
+# tests/magnum_database_admin.rs: stats, quotas and services side by side on one database.
 "$HERE/magnum-db.sh" create "$REF_DB" >&2
 "$HERE/magnum-db.sh" seed "$REF_DB" >&2
 "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true

@@ -212,7 +212,16 @@ async fn template_body_validation_texts() {
     assert_error(
         &r,
         StatusCode::BAD_REQUEST,
-        "Requested COE type None is not supported.",
+        "Requested COE type Unset is not supported.",
+    );
+    // server_type is a WSME Enum too: checked with the body, before the COE validator.
+    let mut body = minimal("t");
+    body["server_type"] = json!("pc");
+    let r = app.post("/v1/clustertemplates", &As::member(), body).await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Invalid input for field/attribute server_type. Value: 'pc'. Value should be one of: vm, bm",
     );
     let mut body = minimal("t");
     body["coe"] = json!("swarm");

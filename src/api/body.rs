@@ -33,10 +33,26 @@ pub fn py_repr(v: &Value) -> String {
     }
 }
 
+/// `POST` on a member URL (`/v1/clusters/{x}`): pecan passes the path segment as the body
+/// argument, and WSME fails to build the type from a string.
+pub fn member_post_error(argname: &str, type_name: &str, ident: &str) -> ApiError {
+    ApiError::invalid_input(
+        argname,
+        ident,
+        format!(
+            "unable to convert to {type_name}. Error: {type_name}.__init__() takes 1 positional \
+             argument but 2 were given"
+        ),
+    )
+}
+
 /// A JSON object body being validated.
 pub struct Body {
     argname: &'static str,
     map: Map<String, Value>,
+    /// A resource dictionary after a JSON patch (`Type(**patched)`: WSME's `validate` only,
+    /// no `fromjson` conversion) rather than a request body.
+    patched: bool,
 }
 
 impl Body {
@@ -80,12 +96,20 @@ impl Body {
                 ));
             }
         }
-        Ok(Body { argname, map })
+        Ok(Body {
+            argname,
+            map,
+            patched: false,
+        })
     }
 
     /// Validates an already-built dictionary (a resource after a JSON patch).
     pub fn from_map(argname: &'static str, map: Map<String, Value>) -> Body {
-        Body { argname, map }
+        Body {
+            argname,
+            map,
+            patched: true,
+        }
     }
 
     pub fn argname(&self) -> &'static str {
@@ -122,7 +146,32 @@ impl Body {
         let Some(v) = self.get(name) else {
             return Ok(None);
         };
-        let n = to_int(name, v)?;
+        let n = match v {
+            Value::Number(_) | Value::Bool(_) => to_int(name, v)?,
+            // `IntegerType.validate` compares the unconverted value with its minimum.
+            _ if self.patched => {
+                return Err(ApiError::invalid_input(
+                    name,
+                    py_str(v),
+                    format!(
+                        "'<' not supported between instances of '{}' and 'int'",
+                        py_type(v)
+                    ),
+                ))
+            }
+            // `IntegerType.frombasetype` (`int(value)`) fails inside `fromjson` of the whole
+            // body: WSME names the argument and echoes the body.
+            Value::String(s) => s.trim().parse::<i64>().map_err(|_| {
+                self.argument_error(format!("invalid literal for int() with base 10: '{s}'"))
+            })?,
+            other => {
+                return Err(self.argument_error(format!(
+                    "int() argument must be a string, a bytes-like object or a real number, \
+                     not '{}'",
+                    py_type(other)
+                )))
+            }
+        };
         if let Some(min) = min {
             if n < min {
                 return Err(ApiError::invalid_input(
@@ -133,6 +182,15 @@ impl Body {
             }
         }
         Ok(Some(n))
+    }
+
+    /// WSME's `InvalidInput` for the whole body argument (`Value: '<the body as a dict>'`).
+    fn argument_error(&self, reason: String) -> ApiError {
+        ApiError::invalid_input(
+            self.argname,
+            py_str(&Value::Object(self.map.clone())),
+            reason,
+        )
     }
 
     /// A string attribute with length bounds and an optional pattern check.
@@ -371,6 +429,28 @@ mod tests {
     fn numeric_strings_convert_to_int() {
         let b = body(r#"{"node_count": "2"}"#).expect("parses");
         assert_eq!(b.int("node_count", Some(0)).ok().flatten(), Some(2));
+    }
+
+    #[test]
+    fn a_non_numeric_count_fails_for_the_whole_body_as_wsme_reports_it() {
+        let b = body(r#"{"node_count": "abc"}"#).expect("parses");
+        let e = b.int("node_count", Some(0)).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("Invalid input for field/attribute cluster_resize_req. Value: '{'node_count': 'abc'}'. invalid literal for int() with base 10: 'abc'")
+        );
+    }
+
+    #[test]
+    fn a_patched_string_count_fails_the_minimum_comparison() {
+        let mut map = Map::new();
+        map.insert("node_count".into(), Value::String("3".into()));
+        let b = Body::from_map("cluster", map);
+        let e = b.int("node_count", Some(0)).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("Invalid input for field/attribute node_count. Value: '3'. '<' not supported between instances of 'str' and 'int'")
+        );
     }
 
     #[test]

@@ -27,6 +27,15 @@ pub fn router() -> Router<AppState> {
             "/v1/clusters/{ident}/actions/upgrade",
             post(upgrade_cluster),
         )
+        // pecan finds no such method on the actions controller.
+        .route(
+            "/v1/clusters/{ident}/actions/{action}",
+            axum::routing::any(unknown_action),
+        )
+}
+
+async fn unknown_action() -> ApiError {
+    ApiError::MethodNotAllowed
 }
 
 /// A validated `ClusterResizeRequest`.
@@ -181,7 +190,9 @@ async fn upgrade_cluster(
     RawQuery(raw): RawQuery,
     bytes: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    version.require(Version::new(1, 7), "upgrade")?;
+    // Magnum's 406 names `resize` here too: pecan looks the actions controller's attributes
+    // up in `dir()` (alphabetical) order, and the versioned `resize` comes first.
+    version.require(Version::new(1, 7), "resize")?;
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(
         &bytes,

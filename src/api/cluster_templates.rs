@@ -9,10 +9,10 @@ use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
-use super::body::Body;
+use super::body::{member_post_error, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
-use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
@@ -22,14 +22,22 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/v1/clustertemplates",
-            get(list_templates).post(create_template),
+            get(list_templates)
+                .post(create_template)
+                .delete(missing_ident)
+                .patch(missing_ident),
         )
         .route("/v1/clustertemplates/detail", get(list_templates_detail))
         .route(
             "/v1/clustertemplates/{ident}",
             get(show_template)
+                .post(post_on_template)
                 .patch(update_template)
                 .delete(delete_template),
+        )
+        .route(
+            "/v1/clustertemplates/{ident}/detail",
+            get(detail_under_template),
         )
 }
 
@@ -183,6 +191,28 @@ async fn list_templates_detail(
     .await
 }
 
+/// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn missing_ident() -> ApiError {
+    ApiError::MissingArgument("cluster_template_ident".into())
+}
+
+async fn post_on_template(Path(ident): Path<String>) -> ApiError {
+    member_post_error("cluster_template", "ClusterTemplate", &ident)
+}
+
+/// `GET /v1/clustertemplates/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid),
+/// then Magnum raises `HTTPNotFound` without arguments ("/detail should only work against
+/// collections").
+async fn detail_under_template(
+    State(state): State<AppState>,
+    Path(ident): Path<String>,
+    ctx: RequestContext,
+) -> ApiResult<Json<Value>> {
+    check_marker(&ident)?;
+    enforce(&state, &ctx, "clustertemplate:detail")?;
+    Err(ApiError::ResourceNotFoundUnformatted)
+}
+
 async fn collection(
     state: &AppState,
     ctx: &RequestContext,
@@ -285,6 +315,16 @@ fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
     into.tls_disabled = Some(b.boolean("tls_disabled")?.unwrap_or(false));
     into.public = Some(b.boolean("public")?.unwrap_or(false));
     into.server_type = Some(s("server_type")?.unwrap_or_else(|| "vm".into()));
+    if let Some(st) = into.server_type.as_deref() {
+        // `wtypes.Enum(wtypes.text, 'vm', 'bm')` (a set: Python prints it in hash order).
+        if !["vm", "bm"].contains(&st) {
+            return Err(ApiError::invalid_input(
+                "server_type",
+                st,
+                "Value should be one of: vm, bm",
+            ));
+        }
+    }
     into.insecure_registry = s("insecure_registry")?;
     into.docker_storage_driver = s("docker_storage_driver")?;
     into.master_lb_enabled = Some(b.boolean("master_lb_enabled")?.unwrap_or(false));
@@ -302,7 +342,8 @@ fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
     if t.coe.as_deref() != Some("kubernetes") {
         return Err(ApiError::InvalidParameterValue(format!(
             "Requested COE type {} is not supported.",
-            t.coe.as_deref().unwrap_or("None")
+            // WSME's `Unset` sentinel, as Magnum prints it.
+            t.coe.as_deref().unwrap_or("Unset")
         )));
     }
     let server_type = t.server_type.as_deref().unwrap_or("vm");

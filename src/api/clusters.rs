@@ -10,11 +10,11 @@ use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
-use super::body::{check_name_pattern, Body};
+use super::body::{check_name_pattern, member_post_error, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
-use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
     status, Cluster, ClusterCounts, NodeGroup, RequestContext, Tenancy, ROLE_MASTER, ROLE_WORKER,
@@ -36,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/clusters/{ident}",
             get(show_cluster)
+                .post(post_on_cluster)
                 .patch(update_cluster)
                 .delete(delete_cluster),
         )
@@ -318,11 +319,18 @@ async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("cluster_ident".into())
 }
 
-/// `GET /v1/clusters/{x}/detail`: Magnum raises `HTTPNotFound` without arguments.
+async fn post_on_cluster(Path(ident): Path<String>) -> ApiError {
+    member_post_error("cluster", "Cluster", &ident)
+}
+
+/// `GET /v1/clusters/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid), then
+/// Magnum raises `HTTPNotFound` without arguments.
 async fn detail_under_cluster(
     State(state): State<AppState>,
+    Path(ident): Path<String>,
     ctx: RequestContext,
 ) -> ApiResult<Json<Value>> {
+    check_marker(&ident)?;
     enforce(&state, &ctx, "cluster:detail")?;
     Err(ApiError::ResourceNotFoundUnformatted)
 }

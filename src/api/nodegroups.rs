@@ -8,7 +8,7 @@ use axum::{Extension, Json, Router};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce};
-use super::body::Body;
+use super::body::{member_post_error, Body};
 use super::clusters::labels_diff;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
@@ -22,6 +22,9 @@ use crate::store::operations::{Batch, NewOperation, OpKind};
 use crate::store::{is_nodegroup_column, Bind};
 
 const MIN_VERSION: Version = Version::new(1, 9);
+/// The method Magnum's 406 names on every nodegroup route below 1.9: pecan looks the
+/// controller's attributes up in `dir()` order, and the versioned `delete` comes first.
+const VERSIONED_NAME: &str = "delete";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -35,6 +38,7 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
             get(show_nodegroup)
+                .post(post_on_nodegroup)
                 .patch(update_nodegroup)
                 .delete(delete_nodegroup),
         )
@@ -191,8 +195,16 @@ fn render_summary(ng: &NodeGroup) -> Value {
 }
 
 /// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn post_on_nodegroup(
+    Extension(version): Extension<Version>,
+    Path((_cluster, nodegroup)): Path<(String, String)>,
+) -> ApiResult<()> {
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
+    Err(member_post_error("nodegroup", "NodeGroup", &nodegroup))
+}
+
 async fn missing_nodegroup_ident(Extension(version): Extension<Version>) -> ApiResult<()> {
-    version.require(MIN_VERSION, "delete")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     Err(ApiError::MissingArgument("nodegroup_id".into()))
 }
 
@@ -209,7 +221,7 @@ async fn list_nodegroups(
     Path(cluster_ident): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    version.require(MIN_VERSION, "get_all")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     let q = Query::parse(
         raw.as_deref(),
         &["marker", "limit", "sort_key", "sort_dir", "role"],
@@ -253,7 +265,7 @@ async fn show_nodegroup(
     Path((cluster_ident, ng_ident)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    version.require(MIN_VERSION, "get_one")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
     enforce(&state, &ctx, "nodegroup:get")?;
     let all_tenants = admin_all_tenants(&state, &ctx, "nodegroup:get_one_all_projects")?;
@@ -476,7 +488,7 @@ async fn create_nodegroup(
     RawQuery(raw): RawQuery,
     bytes: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    version.require(MIN_VERSION, "post")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "nodegroup", WRITABLE, READ_ONLY)?;
     // Validated, then overwritten (a fresh uuid, the cluster's uuid).
@@ -609,7 +621,7 @@ async fn update_nodegroup(
     RawQuery(raw): RawQuery,
     bytes: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    version.require(MIN_VERSION, "patch")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
     let internal: Vec<&str> = BASE_INTERNAL
         .iter()
@@ -688,7 +700,7 @@ async fn delete_nodegroup(
     Path((cluster_ident, ng_ident)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
-    version.require(MIN_VERSION, "delete")?;
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
     enforce(&state, &ctx, "nodegroup:delete")?;
     let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &cluster_ident).await?;

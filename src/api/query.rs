@@ -35,6 +35,19 @@ impl Query {
 
 pub const PAGINATION_ARGS: [&str; 4] = ["marker", "limit", "sort_key", "sort_dir"];
 
+/// WSME's `types.uuid` conversion of a `marker` argument.
+pub fn check_marker(m: &str) -> ApiResult<()> {
+    if is_uuid_like(m) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input(
+            "marker",
+            m,
+            format!("unable to convert to uuid. Error: Expected a uuid but received {m}."),
+        ))
+    }
+}
+
 /// Pagination arguments after WSME's type conversion (before the handler's own checks).
 #[derive(Debug)]
 pub struct PageArgs {
@@ -59,15 +72,7 @@ impl PageArgs {
         let marker = match q.get("marker") {
             None => None,
             Some(m) => {
-                if !is_uuid_like(m) {
-                    return Err(ApiError::invalid_input(
-                        "marker",
-                        m,
-                        format!(
-                            "unable to convert to uuid. Error: Expected a uuid but received {m}."
-                        ),
-                    ));
-                }
+                check_marker(m)?;
                 Some(m.to_string())
             }
         };
