@@ -16,8 +16,9 @@
 #               Nova's os-keypairs API)
 #      leaving out the tests listed in tests/tempest/exclude.txt (one regex per line, the
 #      reason after `#`).
-# It fails when a pass lists other than 30 tests before exclusion, when any included test
-# fails or is skipped, or when fewer tests ran than were included. The last line is
+# It fails when a pass lists other than 30 tests before exclusion, when an exclude-list line
+# matches other than one test, when any included test fails or is skipped, or when fewer
+# tests ran than were included. The last line is
 # `tempest: N passed, N failed, N excluded`.
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), MAGNUM_RS_BIN, PYTHON.
@@ -170,5 +171,12 @@ run_pass() {  # run_pass NAME REGEX ENFORCE_SCOPE KEYPAIR_NAME
 run_pass rbac '^magnum_tempest_plugin\.tests\.api\.v1\.rbac\.' true magnum-test
 run_pass legacy '^magnum_tempest_plugin\.tests\.api\.v1\.test_' false ''
 
+# Each line of the exclude list names exactly one test: a broader regex would shrink the run
+# without anyone noticing.
+lines="$(grep -cE '^[^#[:space:]]' "$EXCLUDE" || true)"
+if [[ "$total_excluded" -ne "$lines" ]]; then
+  echo "tempest.sh: tests/tempest/exclude.txt has $lines entries but excluded $total_excluded tests" >&2
+  status=1
+fi
 echo "tempest: $total_passed passed, $total_failed failed, $total_excluded excluded"
 exit "$status"
