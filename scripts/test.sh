@@ -9,7 +9,9 @@
 #      runs on its own such databases, on ports ${MAGNUM_CONF_PORTS:-19611,19612}; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; a real
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
-#   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
+#   3. runs `cargo test` against SQLite, then the same suite against MariaDB;
+#   4. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
+#      `--auth keystone` and a freshly re-provisioned Keystone on the same port.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -90,4 +92,10 @@ cargo test --all-targets
 step "cargo test (MariaDB)"
 MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo test --all-targets
 
-step "all tests passed on SQLite and MariaDB"
+step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)"
+# Fresh Keystone state: the keystone_auth tests revoke tokens and change token lifetimes.
+"$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
+  "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1" >/dev/null
+"$HERE/tempest.sh" "$KEYSTONE_DIR"
+
+step "all tests passed on SQLite and MariaDB, and the tempest API tests"

@@ -5,10 +5,13 @@
 #                            prints the path of its `openstack` binary
 #   scripts/venv.sh magnum   venv-magnum: magnum==23.0.0 + PyMySQL; prints the venv path
 #   scripts/venv.sh keystone venv-keystone: keystone==30.0.0 + gunicorn; prints the venv path
+#   scripts/venv.sh tempest  venv-tempest: tempest==47.0.0 + magnum-tempest-plugin==2.12.0;
+#                            prints the venv path
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
 # Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs); the
-# Keystone venv by scripts/keystone/constraints.txt.
+# Keystone venv by scripts/keystone/constraints.txt, the tempest venv by
+# scripts/tempest/constraints.txt.
 # A venv is reused when its marker matches the package spec + constraints hash;
 # the marker is written only after a successful install. Progress goes to stderr.
 set -euo pipefail
@@ -49,5 +52,9 @@ case "${1:-}" in
     CONSTRAINTS="$HERE/keystone/constraints.txt"
     ensure_venv "$CACHE/venv-keystone" keystone==30.0.0 gunicorn==26.0.0
     echo "$CACHE/venv-keystone" ;;
-  *) echo "usage: $0 cli|magnum|keystone" >&2; exit 2 ;;
+  tempest)
+    CONSTRAINTS="$HERE/tempest/constraints.txt"
+    ensure_venv "$CACHE/venv-tempest" tempest==47.0.0 magnum-tempest-plugin==2.12.0
+    echo "$CACHE/venv-tempest" ;;
+  *) echo "usage: $0 cli|magnum|keystone|tempest" >&2; exit 2 ;;
 esac

@@ -377,6 +377,43 @@ async fn public_or_hidden_flag_needs_admin_403() {
     assert_eq!(r.body["public"], false);
 }
 
+/// tempest's publish tests send `"value": true` (a JSON boolean): Magnum's patch type takes
+/// it (a Python bool is an int) and the template's own field types judge it.
+#[tokio::test]
+async fn patch_with_a_json_boolean_publishes_for_admins_only() {
+    let app = spawn_app().await;
+    app.template("mine", "ubuntu", &As::member()).await;
+    let publish = json!([{"path": "/public", "value": true, "op": "replace"}]);
+    let r = app
+        .patch("/v1/clustertemplates/mine", &As::member(), publish.clone())
+        .await;
+    assert_error(
+        &r,
+        StatusCode::FORBIDDEN,
+        "Not authorized to set public or hidden flag for cluster template.",
+    );
+    let r = app
+        .patch(
+            "/v1/clustertemplates/mine",
+            &As::member(),
+            json!([{"path": "/name", "value": true, "op": "replace"}]),
+        )
+        .await;
+    assert_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Invalid input for field/attribute name. Value: 'True'. Value should be string",
+    );
+    let r = app
+        .patch("/v1/clustertemplates/mine", &As::admin(), publish)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["public"], true);
+    let r = app.get("/v1/clustertemplates/mine", &As::member()).await;
+    assert_eq!(r.body["public"], true);
+    assert_eq!(r.body["name"], "mine");
+}
+
 // --- read ---------------------------------------------------------------------------------
 
 #[tokio::test]

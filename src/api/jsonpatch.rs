@@ -143,6 +143,9 @@ pub fn parse(bytes: &Bytes, internal: &[&str], non_removable: &[&str]) -> ApiRes
             None | Some(Value::Null) => None,
             Some(v @ Value::String(_)) => Some(v.clone()),
             Some(v @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.clone()),
+            // `MultiType(text, int)` checks `isinstance(value, int)`, which Python's bools
+            // pass: `"value": true` is accepted here and judged by the patched field's type.
+            Some(v @ Value::Bool(_)) => Some(v.clone()),
             Some(other) => {
                 return Err(ApiError::invalid_input(
                     "value",
@@ -282,6 +285,25 @@ mod tests {
             .map(|e| e.to_string());
         assert!(e.unwrap_or_default().ends_with(
             "Wrong type. Expected '(<class 'str'>, <class 'int'>)', got '<class 'dict'>'"
+        ));
+    }
+
+    #[test]
+    fn booleans_are_accepted_like_python_ints() {
+        let parsed = ops(r#"[{"op":"replace","path":"/public","value":true}]"#)
+            .ok()
+            .unwrap_or_default();
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0].value, Some(json!(true)));
+    }
+
+    #[test]
+    fn floats_are_the_wrong_type() {
+        let e = ops(r#"[{"op":"replace","path":"/name","value":1.5}]"#)
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.unwrap_or_default().ends_with(
+            "Wrong type. Expected '(<class 'str'>, <class 'int'>)', got '<class 'float'>'"
         ));
     }
 
