@@ -7,7 +7,11 @@
 #      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; a real
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
-#   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
+#   3. runs `cargo test` against SQLite, then the same suite against MariaDB;
+#   4. the Horizon end to end (scripts/horizon-test.sh): Horizon 27 + magnum-ui 19 (PyPI)
+#      driven in Debian's headless Chromium (apt-get when missing) against magnum-rs with
+#      Keystone auth; ports 15100 (Keystone), 19711 (magnum-rs), 18000 (Horizon); the
+#      screenshot of the cluster list is kept in output/horizon/clusters.png.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -75,4 +79,7 @@ cargo test --all-targets
 step "cargo test (MariaDB)"
 MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo test --all-targets
 
-step "all tests passed on SQLite and MariaDB"
+step "Horizon end to end (headless Chromium)"
+"$HERE/horizon-test.sh"
+
+step "all tests passed on SQLite and MariaDB, and in Horizon"

@@ -5,10 +5,13 @@
 #                            prints the path of its `openstack` binary
 #   scripts/venv.sh magnum   venv-magnum: magnum==23.0.0 + PyMySQL; prints the venv path
 #   scripts/venv.sh keystone venv-keystone: keystone==30.0.0 + gunicorn; prints the venv path
+#   scripts/venv.sh horizon  venv-horizon: horizon==27.0.0 + magnum-ui==19.0.0 + gunicorn +
+#                            selenium; prints the venv path
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
 # Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs); the
-# Keystone venv by scripts/keystone/constraints.txt.
+# Keystone venv by scripts/keystone/constraints.txt, the Horizon venv by
+# scripts/horizon/constraints.txt.
 # A venv is reused when its marker matches the package spec + constraints hash;
 # the marker is written only after a successful install. Progress goes to stderr.
 set -euo pipefail
@@ -49,5 +52,10 @@ case "${1:-}" in
     CONSTRAINTS="$HERE/keystone/constraints.txt"
     ensure_venv "$CACHE/venv-keystone" keystone==30.0.0 gunicorn==26.0.0
     echo "$CACHE/venv-keystone" ;;
-  *) echo "usage: $0 cli|magnum|keystone" >&2; exit 2 ;;
+  horizon)
+    CONSTRAINTS="$HERE/horizon/constraints.txt"
+    ensure_venv "$CACHE/venv-horizon" horizon==27.0.0 magnum-ui==19.0.0 gunicorn==26.0.0 \
+      selenium==4.47.0
+    echo "$CACHE/venv-horizon" ;;
+  *) echo "usage: $0 cli|magnum|keystone|horizon" >&2; exit 2 ;;
 esac
