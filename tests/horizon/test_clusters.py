@@ -17,6 +17,10 @@ Every input comes from the environment; a missing one is a failure, not a skip:
   HORIZON_OWN_CLUSTERS   comma-separated names of the user's clusters
   HORIZON_OTHER_CLUSTERS comma-separated names (and uuids) of another project's clusters
   HORIZON_RESIZE_CLUSTER the cluster to resize; HORIZON_NEW_COUNT its new default-worker count
+  HORIZON_STATS_SERVED   1 when the API answers GET /v1/stats: then the page's stats panel
+                         must show "Used N of M" (N = the user's cluster count) and no error
+                         toast may appear; 0 (the API has no /v1/stats yet): the one error
+                         toast allowed is "Unable to retrieve the stats."
 
 Synchronisation is by explicit waits on page conditions (WebDriverWait), never by sleeping.
 Exits 0 only when every check held.
@@ -24,6 +28,7 @@ Exits 0 only when every check held.
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -31,13 +36,14 @@ import time
 import traceback
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 WAIT = 60  # seconds for any one page condition (a busy 2-core CI machine)
+STATS_ERROR = "Unable to retrieve the stats."
 
 
 def env(name):
@@ -72,7 +78,10 @@ class Page:
         self.d = driver
         self.base = base.rstrip("/")
         self.out = out
-        self.wait = WebDriverWait(driver, WAIT)
+        # Angular re-renders rows: an element found a moment ago may be gone; look again.
+        self.wait = WebDriverWait(
+            driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)
+        )
 
     def until(self, condition, what):
         try:
@@ -119,6 +128,27 @@ class Page:
         cells = self.row(name).find_elements(By.XPATH, "./td")
         check(len(cells) > index, f"the row of {name} has no {label!r} cell")
         return cells[index].text.strip()
+
+    def error_toasts(self):
+        return [
+            e.text.replace("\u00d7", "").strip()
+            for e in self.d.find_elements(By.CSS_SELECTOR, ".alert-danger")
+            if e.is_displayed() and e.text.strip()
+        ]
+
+    def stats_outcome(self):
+        """Waits until the stats panel shows its numbers or Horizon shows an error toast."""
+
+        def outcome(d):
+            errors = self.error_toasts()
+            if errors:
+                return ("errors", errors)
+            for dd in d.find_elements(By.XPATH, "//dd[starts-with(normalize-space(), 'Used ')]"):
+                if re.fullmatch(r"Used \d+ of \d+", dd.text.strip()):
+                    return ("stats", dd.text.strip())
+            return False
+
+        return self.until(outcome, "the stats panel (Used N of M) or an error toast")
 
     def rows_text(self):
         return [r.text for r in self.d.find_elements(By.XPATH, "//tbody/tr") if r.text.strip()]
@@ -204,6 +234,7 @@ def main():
     others = env("HORIZON_OTHER_CLUSTERS").split(",")
     target = env("HORIZON_RESIZE_CLUSTER")
     new_count = int(env("HORIZON_NEW_COUNT"))
+    stats_served = env("HORIZON_STATS_SERVED") == "1"
     chromium, chromedriver = env("CHROMIUM"), env("CHROMEDRIVER")
     os.makedirs(out, exist_ok=True)
 
@@ -212,6 +243,19 @@ def main():
 
     def step(name):
         result["steps"][name] = round(time.monotonic() - started, 2)
+
+    def check_stats(when):
+        kind, value = page.stats_outcome()
+        result.setdefault("stats", {})[when] = [kind, value]
+        if stats_served:
+            check(kind == "stats", f"{when}: Horizon shows errors: {value}")
+            check(
+                value.startswith(f"Used {len(own)} of "),
+                f"{when}: the stats panel says {value!r}, not Used {len(own)} (the project's)",
+            )
+        else:
+            unexpected = [e for e in value if STATS_ERROR not in e] if kind == "errors" else []
+            check(not unexpected, f"{when}: Horizon shows errors: {unexpected}")
 
     driver, profile = browser(chromium, chromedriver, out, run_dir)
     page = Page(driver, base, out)
@@ -230,6 +274,7 @@ def main():
                 other not in driver.page_source,
                 f"{other} (another project's) appears in {user}'s page",
             )
+        check_stats("list")
         page.screenshot("clusters.png")
         step("list")
 
@@ -252,6 +297,7 @@ def main():
             lambda d: page.cell(target, "Node Count") == str(new_count),
             f"{target}'s node count {new_count} after the reload",
         )
+        check_stats("reload")
         result["rows_after"] = page.rows_text()
         page.screenshot("after-resize.png")
         step("refresh")
