@@ -9,7 +9,7 @@
 #   4. seeds with the real `openstack` CLI through the catalog, as demo (template + clusters
 #      demo-k8s-a, demo-k8s-b) and as alt (template + cluster alt-k8s);
 #   5. tests/horizon/test_clusters.py (Selenium, in Horizon's venv): demo logs in, sees its
-#      clusters and not alt's, resizes demo-k8s-a's default-worker from 1 to 3 in the dialog,
+#      clusters and not alt's, opens a cluster's detail page and the templates panel, resizes demo-k8s-a's default-worker from 1 to 3 in the dialog,
 #      sees 3 after a reload; then the CLI confirms the nodegroup's count in magnum-rs.
 # Outputs (screenshots with the cluster list in output/horizon/clusters.png, result.json,
 # chromedriver.log) go to output/horizon/ in the work tree (ignored by git); logs of the
@@ -131,6 +131,7 @@ HORIZON_OUT="$OUT" HORIZON_RUN="$DIR/horizon/run" HORIZON_URL="$HORIZON_URL" \
   HORIZON_OWN_CLUSTERS=demo-k8s-a,demo-k8s-b HORIZON_OTHER_CLUSTERS="alt-k8s,$ALT_UUID" \
   HORIZON_RESIZE_CLUSTER=demo-k8s-a HORIZON_NEW_COUNT="$NEW_COUNT" \
   HORIZON_STATS_SERVED="$STATS_SERVED" \
+  HORIZON_OWN_TEMPLATE=k8s-demo HORIZON_OTHER_TEMPLATE=k8s-alt \
   "$HORIZON_VENV/bin/python" "$ROOT/tests/horizon/test_clusters.py" \
   || { cp "$DIR"/horizon/log/*.log "$DIR/logs/" 2>/dev/null || true
        echo "horizon-test.sh: logs in $DIR/logs (magnum-rs.log, horizon.log)" >&2; exit 1; }

@@ -166,7 +166,7 @@ run_gunicorn() {  # run_gunicorn BASE PORT VENV
   if port_open "$port"; then
     echo "horizon.sh: something already listens on 127.0.0.1:$port" >&2; exit 1
   fi
-  : >"$base/log/horizon.log"
+  : >"$base/log/horizon.log"; : >"$base/log/access.log"
   # setsid -f: gunicorn runs in its own session, detached from this script and its pipes.
   # Threads: the clusters page asks for the list, stats and quota at the same time.
   setsid -f "$venv/bin/gunicorn" --chdir "$base" --bind "127.0.0.1:$port" --workers 1 \

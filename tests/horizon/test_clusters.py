@@ -5,7 +5,8 @@ Chromium through Selenium.
 Run by scripts/horizon-test.sh, which starts Keystone, magnum-rs (Keystone auth, in the
 catalog), Horizon, and seeds clusters for the projects demo and alt with the real CLI. This
 script then, as demo: logs in, opens /project/clusters/, checks that demo's clusters are
-listed and alt's is not, saves a screenshot of the list, resizes `default-worker` of one
+listed and alt's is not, saves a screenshot of the list, opens a cluster's detail page (its
+template's name and image), lists the cluster templates (demo's, not alt's), resizes `default-worker` of one
 cluster through the Resize dialog, and checks the new node count in the list after a reload.
 
 Every input comes from the environment; a missing one is a failure, not a skip:
@@ -16,6 +17,8 @@ Every input comes from the environment; a missing one is a failure, not a skip:
   HORIZON_USER, HORIZON_PASSWORD                 the user to log in as (demo)
   HORIZON_OWN_CLUSTERS   comma-separated names of the user's clusters
   HORIZON_OTHER_CLUSTERS comma-separated names (and uuids) of another project's clusters
+  HORIZON_OWN_TEMPLATE, HORIZON_OTHER_TEMPLATE the user's cluster template (its clusters'),
+                         another project's
   HORIZON_RESIZE_CLUSTER the cluster to resize; HORIZON_NEW_COUNT its new default-worker count
   HORIZON_STATS_SERVED   1 when the API answers GET /v1/stats: then the page's stats panel
                          must show "Used N of M" (N = the user's cluster count) and no error
@@ -158,6 +161,20 @@ class Page:
         check(self.d.save_screenshot(path), f"could not save {path}")
         return path
 
+    def open_detail(self, name):
+        """Follows the cluster's link in the list to its detail page."""
+        self.until(
+            EC.element_to_be_clickable((By.XPATH, row_xpath(name) + "//a[normalize-space()="
+                                        + xpath_literal(name) + "]")),
+            f"the link of cluster {name}",
+        ).click()
+        self.until(
+            EC.visibility_of_element_located(
+                (By.XPATH, f"//*[contains(@class, 'h1')][normalize-space()={xpath_literal(name)}]")
+            ),
+            f"the detail page of {name}",
+        )
+
     def resize(self, name, count):
         row = self.row(name)
         row.find_element(By.CSS_SELECTOR, ".dropdown-toggle").click()
@@ -235,6 +252,7 @@ def main():
     target = env("HORIZON_RESIZE_CLUSTER")
     new_count = int(env("HORIZON_NEW_COUNT"))
     stats_served = env("HORIZON_STATS_SERVED") == "1"
+    own_template, other_template = env("HORIZON_OWN_TEMPLATE"), env("HORIZON_OTHER_TEMPLATE")
     chromium, chromedriver = env("CHROMIUM"), env("CHROMEDRIVER")
     os.makedirs(out, exist_ok=True)
 
@@ -243,6 +261,10 @@ def main():
 
     def step(name):
         result["steps"][name] = round(time.monotonic() - started, 2)
+
+    def unexpected(errors):
+        """Error toasts beyond the one allowed while the API has no /v1/stats."""
+        return errors if stats_served else [e for e in errors if STATS_ERROR not in e]
 
     def check_stats(when):
         kind, value = page.stats_outcome()
@@ -254,8 +276,8 @@ def main():
                 f"{when}: the stats panel says {value!r}, not Used {len(own)} (the project's)",
             )
         else:
-            unexpected = [e for e in value if STATS_ERROR not in e] if kind == "errors" else []
-            check(not unexpected, f"{when}: Horizon shows errors: {unexpected}")
+            others = unexpected(value) if kind == "errors" else []
+            check(not others, f"{when}: Horizon shows errors: {others}")
 
     driver, profile = browser(chromium, chromedriver, out, run_dir)
     page = Page(driver, base, out)
@@ -278,6 +300,31 @@ def main():
         page.screenshot("clusters.png")
         step("list")
 
+        # The detail page: the cluster and its template (GET clustertemplates/<id>).
+        page.open_detail(target)
+        for text in (own_template, "ubuntu-2204"):
+            page.until(
+                EC.visibility_of_element_located(
+                    (By.XPATH, f"//dd[normalize-space()={xpath_literal(text)}]")
+                ),
+                f"{text} on the detail page of {target}",
+            )
+        page.screenshot("cluster-detail.png")
+        errors = unexpected(page.error_toasts())
+        check(not errors, f"the detail page shows errors: {errors}")
+        step("detail")
+
+        # The Cluster Templates panel: the project's template, not another project's.
+        driver.get(f"{base}/project/cluster_templates/")
+        page.row(own_template)
+        check(
+            other_template not in "\n".join(page.rows_text()),
+            f"{user} sees the template {other_template}, which is another project's",
+        )
+        page.screenshot("cluster-templates.png")
+        step("templates")
+
+        page.open_clusters()
         previous = page.cell(target, "Node Count")
         result["node_count_before"] = previous
         check(
