@@ -12,6 +12,10 @@
 #   3. runs `cargo test` against SQLite, then the same suite against MariaDB;
 #   4. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
 #      `--auth keystone` and a freshly re-provisioned Keystone on the same port.
+#   5. the Horizon end to end (scripts/horizon-test.sh): Horizon 27 + magnum-ui 19 (PyPI)
+#      driven in Debian's headless Chromium (apt-get when missing) against magnum-rs with
+#      Keystone auth; ports 15100 (Keystone), 19711 (magnum-rs), 18000 (Horizon); the
+#      screenshot of the cluster list is kept in output/horizon/clusters.png.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -98,4 +102,7 @@ step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)
   "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1" >/dev/null
 "$HERE/tempest.sh" "$KEYSTONE_DIR"
 
-step "all tests passed on SQLite and MariaDB, and the tempest API tests"
+step "Horizon end to end (headless Chromium)"
+"$HERE/horizon-test.sh"
+
+step "all tests passed: SQLite, MariaDB, tempest API tests and Horizon"

@@ -7,11 +7,13 @@
 #   scripts/venv.sh keystone venv-keystone: keystone==30.0.0 + gunicorn; prints the venv path
 #   scripts/venv.sh tempest  venv-tempest: tempest==47.0.0 + magnum-tempest-plugin==2.12.0;
 #                            prints the venv path
+#   scripts/venv.sh horizon  venv-horizon: horizon==27.0.0 + magnum-ui==19.0.0 + gunicorn +
+#                            selenium; prints the venv path
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
 # Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs); the
 # Keystone venv by scripts/keystone/constraints.txt, the tempest venv by
-# scripts/tempest/constraints.txt.
+# scripts/tempest/constraints.txt, the Horizon venv by scripts/horizon/constraints.txt.
 # A venv is reused when its marker matches the package spec + constraints hash;
 # the marker is written only after a successful install. Progress goes to stderr.
 set -euo pipefail
@@ -56,5 +58,10 @@ case "${1:-}" in
     CONSTRAINTS="$HERE/tempest/constraints.txt"
     ensure_venv "$CACHE/venv-tempest" tempest==47.0.0 magnum-tempest-plugin==2.12.0
     echo "$CACHE/venv-tempest" ;;
-  *) echo "usage: $0 cli|magnum|keystone|tempest" >&2; exit 2 ;;
+  horizon)
+    CONSTRAINTS="$HERE/horizon/constraints.txt"
+    ensure_venv "$CACHE/venv-horizon" horizon==27.0.0 magnum-ui==19.0.0 gunicorn==26.0.0 \
+      selenium==4.47.0
+    echo "$CACHE/venv-horizon" ;;
+  *) echo "usage: $0 cli|magnum|keystone|tempest|horizon" >&2; exit 2 ;;
 esac
