@@ -165,7 +165,13 @@ async fn resize_cluster(
     };
     state
         .store
-        .accept_resize(cluster.id, nodegroup.id, req.node_count, op)
+        .accept_resize(
+            cluster.id,
+            nodegroup.id,
+            nodegroup.node_count,
+            req.node_count,
+            op,
+        )
         .await?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))

@@ -240,47 +240,31 @@ async fn render_many(
     base: &str,
 ) -> ApiResult<Vec<Value>> {
     let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
-    let ngs = state.store.nodegroups_of_clusters(&uuids).await?;
-    let mut by_cluster: HashMap<&str, Vec<&NodeGroup>> = HashMap::new();
-    for ng in &ngs {
-        by_cluster
-            .entry(ng.cluster_id.as_str())
-            .or_default()
-            .push(ng);
-    }
+    // The summary shows the counts but not the addresses.
+    let counts = state.store.counts_of_clusters(&uuids, expand).await?;
     let mut parents: HashMap<String, Map<String, Value>> = HashMap::new();
     if expand {
         for c in clusters {
             if let Some(t) = &c.cluster_template_id {
                 if !parents.contains_key(t) {
-                    let labels = state
-                        .store
-                        .template_by_uuid(t)
-                        .await?
-                        .and_then(|t| t.labels)
-                        .unwrap_or_default();
+                    let labels = state.store.template_labels(t).await?.unwrap_or_default();
                     parents.insert(t.clone(), labels);
                 }
             }
         }
     }
     let empty = Map::new();
+    let none = ClusterCounts::default();
     Ok(clusters
         .iter()
         .map(|c| {
-            let counts = ClusterCounts::from_nodegroups(
-                by_cluster
-                    .get(c.uuid.as_str())
-                    .into_iter()
-                    .flatten()
-                    .copied(),
-            );
+            let counts = counts.get(&c.uuid).unwrap_or(&none);
             let parent = c
                 .cluster_template_id
                 .as_ref()
                 .and_then(|t| parents.get(t))
                 .unwrap_or(&empty);
-            render(c, &counts, parent, version, expand, base)
+            render(c, counts, parent, version, expand, base)
         })
         .collect())
 }
@@ -708,7 +692,7 @@ async fn update_cluster(
         };
         state
             .store
-            .accept_resize(c.id, w.id, node_count, op)
+            .accept_resize(c.id, w.id, w.node_count, node_count, op)
             .await?;
         state.operations.kick();
     }
