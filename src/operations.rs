@@ -134,8 +134,10 @@ async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String
             op.cluster_uuid
         )));
     };
+    // Only a cluster create hands the template itself to the driver.
     let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_by_uuid(t).await?,
+        Some(t) if op.kind == OpKind::CreateCluster => state.store.template_by_uuid(t).await?,
+        Some(t) => state.store.template_for_driver(t).await?,
         None => None,
     };
     let Some(template) = template else {

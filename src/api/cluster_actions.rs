@@ -127,7 +127,7 @@ async fn resize_cluster(
         }
     }
     let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_by_uuid(t).await?,
+        Some(t) => state.store.template_for_driver(t).await?,
         None => None,
     }
     .ok_or_else(|| {

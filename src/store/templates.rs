@@ -91,6 +91,32 @@ impl Store {
         row.as_ref().map(template_from_row).transpose()
     }
 
+    /// A template with only the fields that choose its driver (`uuid`, `coe`,
+    /// `cluster_distro`, `server_type`, `driver`; the others are left empty), for paths that
+    /// need nothing else of it (resize, the worker's operations other than a cluster create).
+    pub async fn template_for_driver(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<ClusterTemplate>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT t.uuid AS uuid, t.coe AS coe, t.cluster_distro AS cluster_distro, \
+             t.server_type AS server_type, t.driver AS driver \
+             FROM cluster_template t WHERE t.uuid = ?",
+        )
+        .bind(uuid.to_string())
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ClusterTemplate {
+            uuid: text_at(&row, 0)?.unwrap_or_default(),
+            coe: text_at(&row, 1)?,
+            cluster_distro: text_at(&row, 2)?,
+            server_type: text_at(&row, 3)?,
+            driver: text_at(&row, 4)?,
+            ..ClusterTemplate::default()
+        }))
+    }
+
     /// Only the labels of a template (what a cluster's detail view needs of it): `None`
     /// when the template is missing or its labels are not a JSON object.
     pub async fn template_labels(
