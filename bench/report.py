@@ -201,9 +201,13 @@ def main():
       "talking to any Kubernetes). The real Magnum casts the resize to a conductor over "
       "oslo.messaging's `fake://` transport, where it vanishes (its 202 writes nothing). "
       "So magnum-rs does more database work per resize than the real Magnum API here: "
-      "the API's own transaction (10 statements, below), then the operations worker's "
-      "completion of the record (about 11 more statements, 4 of them autocommitted "
-      "writes), in the same process while the load runs.")
+      "the API's own reads and transaction (statements below), then the operations "
+      "worker's completion of the record in the same process while the load runs: its "
+      "claim of the record (one autocommitted write), three reads, one probe for other "
+      "open operations of the cluster, and one transaction that writes the nodegroup, the "
+      "cluster and the end of the operation (about 10 statements and 2 commits per "
+      "resize; at 32 connections a batch's older resizes of the nodegroup are superseded "
+      "with one write each).")
     w("")
 
     # ---- summary tables ---------------------------------------------------------------

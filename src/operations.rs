@@ -18,7 +18,7 @@ use crate::drivers::{
 };
 use crate::model::{status, Cluster, ClusterTemplate, NodeGroup, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::operations::{op_state, Batch, OpKind, Operation};
 use crate::store::Bind;
 
 /// How often a transient driver failure is retried before the operation fails.
@@ -60,28 +60,55 @@ pub async fn run_worker(state: AppState, poll: Duration, mut shutdown: watch::Re
     }
 }
 
+/// How many pending operations one pass reads.
+const BATCH: i64 = 64;
+
 /// Processes pending operations until none is left; returns how many were handled.
 pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
     let mut handled = 0;
     loop {
-        let batch = state.store.pending_operations(64).await?;
-        if batch.is_empty() {
-            return Ok(handled);
+        let batch = state.store.pending_operations(BATCH).await?;
+        let full = batch.len() as i64 == BATCH;
+        // Of several resizes of one nodegroup in the batch only the newest runs (ids follow
+        // the order the counts were written; the newest carries the final count). One that
+        // is recorded after the batch was read runs after the older one, with the same end
+        // state.
+        let mut newest_resize: std::collections::HashMap<i64, i64> =
+            std::collections::HashMap::new();
+        for op in batch.iter().filter(|o| o.kind == OpKind::Resize) {
+            if let Some(ng) = op.nodegroup_id {
+                let newest = newest_resize.entry(ng).or_insert(op.id);
+                *newest = (*newest).max(op.id);
+            }
         }
         let mut progressed = false;
         for op in batch {
+            let superseded = op.kind == OpKind::Resize
+                && op
+                    .nodegroup_id
+                    .and_then(|ng| newest_resize.get(&ng))
+                    .is_some_and(|newest| *newest > op.id);
+            let to = if superseded {
+                op_state::SUPERSEDED
+            } else {
+                op_state::RUNNING
+            };
             if !state
                 .store
-                .transition_operation(op.id, op_state::PENDING, op_state::RUNNING, None)
+                .transition_operation(op.id, op_state::PENDING, to, None)
                 .await?
             {
                 continue; // another worker took it
             }
             progressed = true;
             handled += 1;
-            process(state, op).await?;
+            if !superseded {
+                process(state, op).await?;
+            }
         }
-        if !progressed {
+        // A short batch was all there was; what was recorded since then kicked the worker
+        // (or the periodic pass finds it).
+        if !progressed || !full {
             return Ok(handled);
         }
     }
@@ -107,8 +134,10 @@ async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String
             op.cluster_uuid
         )));
     };
+    // Only a cluster create hands the template itself to the driver.
     let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_by_uuid(t).await?,
+        Some(t) if op.kind == OpKind::CreateCluster => state.store.template_by_uuid(t).await?,
+        Some(t) => state.store.template_for_driver(t).await?,
         None => None,
     };
     let Some(template) = template else {
@@ -154,23 +183,6 @@ async fn load(state: &AppState, op: &Operation) -> Result<Result<Subject, String
 }
 
 async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
-    if op.kind == OpKind::Resize {
-        if let Some(ng) = op.nodegroup_id {
-            if state
-                .store
-                .latest_pending_resize(ng)
-                .await?
-                .is_some_and(|l| l > op.id)
-            {
-                // A newer resize of the same nodegroup is waiting: it carries the final count.
-                state
-                    .store
-                    .transition_operation(op.id, op_state::RUNNING, op_state::SUPERSEDED, None)
-                    .await?;
-                return Ok(());
-            }
-        }
-    }
     if op.kind == OpKind::DeleteNodeGroup {
         if let Some(ng) = op.nodegroup_id {
             if state.store.nodegroup_by_id(ng).await?.is_none() {
@@ -340,6 +352,8 @@ async fn complete(
             } else {
                 status::UPDATE_COMPLETE
             };
+            // The nodegroup, the cluster and the operation's end in one transaction.
+            let mut batch = Batch::default();
             if let Some(ng) = &s.nodegroup {
                 let mut ch = vec![
                     ("status", Bind::text(ng_status)),
@@ -348,7 +362,7 @@ async fn complete(
                 if kind == OpKind::Upgrade {
                     ch.push(("version", Bind::Text(kube_tag(state, op).await?)));
                 }
-                store.update_nodegroup(ng.id, &ch).await?;
+                batch = batch.update("nodegroup", ng.id, ch);
             }
             let mut ch = Vec::new();
             if cluster_done {
@@ -363,7 +377,13 @@ async fn complete(
                     ch.push(("coe_version", Bind::text(tag)));
                 }
             }
-            store.update_cluster(s.cluster.id, &ch).await?;
+            batch = batch.update("cluster", s.cluster.id, ch).transition(
+                op.id,
+                op_state::RUNNING,
+                op_state::DONE,
+            );
+            store.commit(batch).await?;
+            return Ok(());
         }
         _ => {} // started; the driver's status reconciler reports the end
     }

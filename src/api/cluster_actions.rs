@@ -136,7 +136,7 @@ async fn resize_cluster(
         }
     }
     let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_by_uuid(t).await?,
+        Some(t) => state.store.template_for_driver(t).await?,
         None => None,
     }
     .ok_or_else(|| {
@@ -174,7 +174,13 @@ async fn resize_cluster(
     };
     state
         .store
-        .accept_resize(cluster.id, nodegroup.id, req.node_count, op)
+        .accept_resize(
+            cluster.id,
+            nodegroup.id,
+            nodegroup.node_count,
+            req.node_count,
+            op,
+        )
         .await?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))

@@ -192,6 +192,34 @@ pub fn cluster_doc(c: &Cluster, counts: &ClusterCounts) -> Map<String, Value> {
     }
 }
 
+/// The part of [`cluster_doc`] a summary keeps (plus `stack_id`, which becomes
+/// `cluster_id` at 1.13), in the same key order, without building the rest: [`render`] then
+/// runs the same steps on it as on the full dictionary, so the keys come out in the same
+/// order.
+fn summary_doc(c: &Cluster, counts: &ClusterCounts) -> Map<String, Value> {
+    let text = |v: &Option<String>| v.as_ref().map_or(Value::Null, |s| Value::String(s.clone()));
+    let int = |v: Option<i64>| v.map_or(Value::Null, Value::from);
+    let mut m = Map::new();
+    m.insert("uuid".into(), Value::String(c.uuid.clone()));
+    m.insert("name".into(), text(&c.name));
+    m.insert("cluster_template_id".into(), text(&c.cluster_template_id));
+    m.insert("keypair".into(), text(&c.keypair));
+    m.insert("node_count".into(), Value::from(counts.node_count));
+    m.insert("master_count".into(), Value::from(counts.master_count));
+    m.insert("docker_volume_size".into(), int(c.docker_volume_size));
+    m.insert(
+        "labels".into(),
+        c.labels.clone().map_or(Value::Null, Value::Object),
+    );
+    m.insert("master_flavor_id".into(), text(&c.master_flavor_id));
+    m.insert("flavor_id".into(), text(&c.flavor_id));
+    m.insert("create_timeout".into(), int(c.create_timeout));
+    m.insert("stack_id".into(), text(&c.stack_id));
+    m.insert("status".into(), text(&c.status));
+    m.insert("health_status".into(), text(&c.health_status));
+    m
+}
+
 /// `Cluster.convert_with_links`: summary (`expand = false`) or detail.
 fn render(
     c: &Cluster,
@@ -201,7 +229,11 @@ fn render(
     expand: bool,
     base: &str,
 ) -> Value {
-    let mut doc = cluster_doc(c, counts);
+    let mut doc = if expand {
+        cluster_doc(c, counts)
+    } else {
+        summary_doc(c, counts)
+    };
     let use_cluster_id = version.at_least(1, 13);
     doc.insert("merge_labels".into(), Value::Bool(false));
     doc.insert(
@@ -241,47 +273,31 @@ async fn render_many(
     base: &str,
 ) -> ApiResult<Vec<Value>> {
     let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
-    let ngs = state.store.nodegroups_of_clusters(&uuids).await?;
-    let mut by_cluster: HashMap<&str, Vec<&NodeGroup>> = HashMap::new();
-    for ng in &ngs {
-        by_cluster
-            .entry(ng.cluster_id.as_str())
-            .or_default()
-            .push(ng);
-    }
+    // The summary shows the counts but not the addresses.
+    let counts = state.store.counts_of_clusters(&uuids, expand).await?;
     let mut parents: HashMap<String, Map<String, Value>> = HashMap::new();
     if expand {
         for c in clusters {
             if let Some(t) = &c.cluster_template_id {
                 if !parents.contains_key(t) {
-                    let labels = state
-                        .store
-                        .template_by_uuid(t)
-                        .await?
-                        .and_then(|t| t.labels)
-                        .unwrap_or_default();
+                    let labels = state.store.template_labels(t).await?.unwrap_or_default();
                     parents.insert(t.clone(), labels);
                 }
             }
         }
     }
     let empty = Map::new();
+    let none = ClusterCounts::default();
     Ok(clusters
         .iter()
         .map(|c| {
-            let counts = ClusterCounts::from_nodegroups(
-                by_cluster
-                    .get(c.uuid.as_str())
-                    .into_iter()
-                    .flatten()
-                    .copied(),
-            );
+            let counts = counts.get(&c.uuid).unwrap_or(&none);
             let parent = c
                 .cluster_template_id
                 .as_ref()
                 .and_then(|t| parents.get(t))
                 .unwrap_or(&empty);
-            render(c, &counts, parent, version, expand, base)
+            render(c, counts, parent, version, expand, base)
         })
         .collect())
 }
@@ -718,7 +734,7 @@ async fn update_cluster(
         };
         state
             .store
-            .accept_resize(c.id, w.id, node_count, op)
+            .accept_resize(c.id, w.id, w.node_count, node_count, op)
             .await?;
         state.operations.kick();
     }

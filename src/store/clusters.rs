@@ -1,6 +1,6 @@
 //! `cluster` rows, created together with their default nodegroups.
 
-use super::columns::{cluster_from_row, select_list, CLUSTER_COLUMNS};
+use super::columns::{cluster_from_row, cluster_select, CLUSTER_COLUMNS};
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
 use super::{bind_all, now, update_columns, Bind, Page, Store};
@@ -28,10 +28,7 @@ impl Store {
         page: &Page,
     ) -> Result<Vec<Cluster>, sqlx::Error> {
         let mut binds = Vec::new();
-        let mut sql = format!(
-            "SELECT {} FROM cluster t WHERE 1 = 1",
-            select_list(CLUSTER_COLUMNS, "t.")
-        );
+        let mut sql = format!("SELECT {} FROM cluster t WHERE 1 = 1", cluster_select());
         sql.push_str(tenancy_filter(tenancy, &mut binds));
         page.apply("cluster", &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
@@ -51,7 +48,7 @@ impl Store {
         let mut binds = vec![Bind::text(value)];
         let mut sql = format!(
             "SELECT {} FROM cluster t WHERE t.{column} = ?",
-            select_list(CLUSTER_COLUMNS, "t.")
+            cluster_select()
         );
         sql.push_str(tenancy_filter(tenancy, &mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");

@@ -1,8 +1,10 @@
 //! Column lists of Magnum's tables and the decoding of `Any` rows into model types.
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value};
-use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::any::{AnyRow, AnyTypeInfoKind};
+use sqlx::{Decode, Row, ValueRef as _};
 
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
@@ -134,8 +136,26 @@ pub fn is_nodegroup_column(name: &str) -> bool {
     is_column(NODEGROUP_COLUMNS, name)
 }
 
+/// The select list of `template` aliased `t`, built once.
+pub fn template_select() -> &'static str {
+    static S: LazyLock<String> = LazyLock::new(|| select_list(TEMPLATE_COLUMNS, "t."));
+    &S
+}
+
+/// The select list of `cluster` aliased `t`, built once.
+pub fn cluster_select() -> &'static str {
+    static S: LazyLock<String> = LazyLock::new(|| select_list(CLUSTER_COLUMNS, "t."));
+    &S
+}
+
+/// The select list of `nodegroup` aliased `t`, built once.
+pub fn nodegroup_select() -> &'static str {
+    static S: LazyLock<String> = LazyLock::new(|| select_list(NODEGROUP_COLUMNS, "t."));
+    &S
+}
+
 /// The select list for a table, with an optional alias prefix (`c.`).
-pub fn select_list(cols: &[(&str, Kind)], alias: &str) -> String {
+fn select_list(cols: &[(&str, Kind)], alias: &str) -> String {
     cols.iter()
         .map(|(c, k)| match k {
             Kind::Text | Kind::Int => format!("{alias}{c} AS {c}"),
@@ -151,13 +171,7 @@ pub(super) struct R<'a>(pub(super) &'a AnyRow);
 
 impl R<'_> {
     pub(super) fn text(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
-        match self.0.try_get::<Option<String>, _>(col) {
-            Ok(v) => Ok(v),
-            Err(_) => Ok(self
-                .0
-                .try_get::<Option<Vec<u8>>, _>(col)?
-                .map(|b| String::from_utf8_lossy(&b).into_owned())),
-        }
+        text_at(self.0, col)
     }
 
     pub(super) fn int(&self, col: &str) -> Result<Option<i64>, sqlx::Error> {
@@ -190,6 +204,26 @@ impl R<'_> {
                 _ => None,
             }))
     }
+}
+
+/// A text column of `row`, by name or position. MySQL hands TEXT columns to the `Any`
+/// driver as BLOBs and VARCHARs as text, SQLite always as text: the value's own kind decides
+/// how it is read (no failed decode first, no copy before the final `String`).
+pub fn text_at<I: sqlx::ColumnIndex<AnyRow>>(
+    row: &AnyRow,
+    col: I,
+) -> Result<Option<String>, sqlx::Error> {
+    let value = row.try_get_raw(col)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    let kind = value.type_info().kind();
+    let decoded = if kind == AnyTypeInfoKind::Blob {
+        <&[u8] as Decode<sqlx::Any>>::decode(value).map(|b| String::from_utf8_lossy(b).into_owned())
+    } else {
+        <&str as Decode<sqlx::Any>>::decode(value).map(str::to_owned)
+    };
+    decoded.map(Some).map_err(sqlx::Error::Decode)
 }
 
 /// `2026-12-02 13:12:43.591691` → `2026-12-02T13:12:43.591691+00:00`; trailing zero

@@ -1,10 +1,13 @@
 //! `nodegroup` rows.
 
-use sqlx::AnyConnection;
+use std::collections::HashMap;
 
-use super::columns::{nodegroup_from_row, select_list, NODEGROUP_COLUMNS};
+use serde_json::Value;
+use sqlx::{AnyConnection, Row as _};
+
+use super::columns::{nodegroup_from_row, nodegroup_select, text_at, NODEGROUP_COLUMNS};
 use super::{bind_all, now, update_columns, Bind, Page, Store};
-use crate::model::NodeGroup;
+use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
 
 /// Filters for a nodegroup list or lookup within one cluster.
 #[derive(Clone, Debug, Default)]
@@ -84,7 +87,7 @@ impl Store {
         }
         let sql = format!(
             "SELECT {} FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
-            select_list(NODEGROUP_COLUMNS, "t."),
+            nodegroup_select(),
             vec!["?"; cluster_uuids.len()].join(", ")
         );
         let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
@@ -92,6 +95,57 @@ impl Store {
             .fetch_all(self.pool())
             .await?;
         rows.iter().map(nodegroup_from_row).collect()
+    }
+
+    /// The computed counts of each of the given clusters (by uuid; clusters without
+    /// nodegroups are absent), as [`ClusterCounts::from_nodegroups`] computes them from the
+    /// full rows, but reading only the columns they need: `role` and `node_count`, plus
+    /// `node_addresses` when `addresses` is set (the summary list does not show them).
+    pub async fn counts_of_clusters(
+        &self,
+        cluster_uuids: &[String],
+        addresses: bool,
+    ) -> Result<HashMap<String, ClusterCounts>, sqlx::Error> {
+        let mut counts: HashMap<String, ClusterCounts> = HashMap::new();
+        if cluster_uuids.is_empty() {
+            return Ok(counts);
+        }
+        let sql = format!(
+            "SELECT t.cluster_id AS cluster_id, t.role AS role, t.node_count AS node_count{} \
+             FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
+            if addresses {
+                ", t.node_addresses AS node_addresses"
+            } else {
+                ""
+            },
+            vec!["?"; cluster_uuids.len()].join(", ")
+        );
+        let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
+        let rows = bind_all(sqlx::query(&sql), &binds)
+            .fetch_all(self.pool())
+            .await?;
+        for row in &rows {
+            let cluster_id = text_at(row, 0)?.unwrap_or_default();
+            let is_master = text_at(row, 1)?.as_deref() == Some(ROLE_MASTER);
+            let node_count = row.try_get::<Option<i64>, _>(2)?.unwrap_or(1);
+            let addrs = if addresses {
+                match text_at(row, 3)?.map(|t| serde_json::from_str::<Value>(&t)) {
+                    Some(Ok(Value::Array(a))) => a,
+                    _ => Vec::new(),
+                }
+            } else {
+                Vec::new()
+            };
+            let c = counts.entry(cluster_id).or_default();
+            if is_master {
+                c.master_count += node_count;
+                c.master_addresses.extend(addrs);
+            } else {
+                c.node_count += node_count;
+                c.node_addresses.extend(addrs);
+            }
+        }
+        Ok(counts)
     }
 
     pub async fn list_nodegroups(
@@ -103,7 +157,7 @@ impl Store {
         let mut binds = vec![Bind::text(cluster_uuid)];
         let mut sql = format!(
             "SELECT {} FROM nodegroup t WHERE t.cluster_id = ?",
-            select_list(NODEGROUP_COLUMNS, "t.")
+            nodegroup_select()
         );
         filter.apply(&mut sql, &mut binds);
         page.apply("nodegroup", &mut sql, &mut binds);
@@ -124,7 +178,7 @@ impl Store {
         let mut binds = vec![Bind::text(cluster_uuid), value];
         let mut sql = format!(
             "SELECT {} FROM nodegroup t WHERE t.cluster_id = ? AND t.{column} = ?",
-            select_list(NODEGROUP_COLUMNS, "t.")
+            nodegroup_select()
         );
         filter.apply(&mut sql, &mut binds);
         sql.push_str(" ORDER BY t.id LIMIT 1");
@@ -137,7 +191,7 @@ impl Store {
     pub async fn nodegroup_by_id(&self, id: i64) -> Result<Option<NodeGroup>, sqlx::Error> {
         let sql = format!(
             "SELECT {} FROM nodegroup t WHERE t.id = ?",
-            select_list(NODEGROUP_COLUMNS, "t.")
+            nodegroup_select()
         );
         let row = sqlx::query(&sql)
             .bind(id)

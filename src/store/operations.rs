@@ -5,6 +5,7 @@
 use serde_json::Value;
 use sqlx::Row;
 
+use super::columns::text_at;
 use super::nodegroups::insert_nodegroup_on;
 use super::{bind_all, now, update_columns, Bind, Store};
 use crate::model::NodeGroup;
@@ -99,6 +100,13 @@ enum Step {
     /// Records an operation; a `None` nodegroup id refers to the nodegroup inserted by
     /// the batch.
     Operation(NewOperation),
+    /// Moves an operation from one state to another; the batch is rolled back when the
+    /// operation is no longer in the `from` state.
+    Transition {
+        id: i64,
+        from: &'static str,
+        to: &'static str,
+    },
 }
 
 impl Batch {
@@ -119,6 +127,11 @@ impl Batch {
 
     pub fn operation(mut self, op: NewOperation) -> Self {
         self.steps.push(Step::Operation(op));
+        self
+    }
+
+    pub fn transition(mut self, id: i64, from: &'static str, to: &'static str) -> Self {
+        self.steps.push(Step::Transition { id, from, to });
         self
     }
 }
@@ -149,13 +162,8 @@ pub(crate) async fn insert_operation(
 
 fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error> {
     let kind: String = row.try_get("kind")?;
-    // A MySQL TEXT column reaches the `Any` driver as BLOB: read it as bytes there.
-    let payload: Option<String> = match row.try_get::<Option<String>, _>("payload") {
-        Ok(p) => p,
-        Err(_) => row
-            .try_get::<Option<Vec<u8>>, _>("payload")?
-            .map(|b| String::from_utf8_lossy(&b).into_owned()),
-    };
+    // A MySQL TEXT column reaches the `Any` driver as BLOB.
+    let payload = text_at(row, "payload")?;
     Ok(Operation {
         id: row.try_get("id")?,
         kind: OpKind::parse(&kind)
@@ -172,12 +180,35 @@ fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error>
     })
 }
 
+async fn transition_on(
+    conn: &mut sqlx::AnyConnection,
+    id: i64,
+    from: &str,
+    to: &str,
+    error: Option<&str>,
+) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query(
+        "UPDATE magnum_rs_operation SET state = ?, last_error = ?, attempts = attempts + ?, \
+         updated_at = ? WHERE id = ? AND state = ?",
+    )
+    .bind(to.to_string())
+    .bind(error.map(str::to_string))
+    .bind(i64::from(to == op_state::RUNNING))
+    .bind(now())
+    .bind(id)
+    .bind(from.to_string())
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 const OP_COLUMNS: &str =
     "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts";
 
 impl Store {
-    /// Runs a batch in one transaction.
-    pub async fn commit(&self, batch: Batch) -> Result<(), sqlx::Error> {
+    /// Runs a batch in one transaction. False (and nothing written) when a transition found
+    /// its operation in another state.
+    pub async fn commit(&self, batch: Batch) -> Result<bool, sqlx::Error> {
         let mut tx = self.pool().begin().await?;
         let created = now();
         let mut inserted_ng: Option<i64> = None;
@@ -200,55 +231,86 @@ impl Store {
                     }
                     insert_operation(&mut tx, &op).await?;
                 }
+                Step::Transition { id, from, to } => {
+                    if !transition_on(&mut tx, id, from, to, None).await? {
+                        tx.rollback().await?;
+                        return Ok(false);
+                    }
+                }
             }
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(true)
     }
 
-    /// Accepts a resize: in one transaction, locks the nodegroup row, reads its count, sets
-    /// the new count and `UPDATE_IN_PROGRESS` on nodegroup and cluster, and records the
-    /// operation. Returns the previous count. Concurrent resizes of one nodegroup serialize on
-    /// the row lock, so operation ids follow the order in which counts were written.
+    /// Accepts a resize: in one transaction, sets the new count and `UPDATE_IN_PROGRESS` on
+    /// nodegroup and cluster, and records the operation with the count it replaced. Returns
+    /// that previous count.
+    ///
+    /// `seen` is the count the caller read before. The first write is conditional on it
+    /// (`… AND node_count = seen`): the row lock it takes (InnoDB; SQLite's database write
+    /// lock) and its check against the latest committed row make `seen` the replaced count
+    /// when it matches, without a separate read. When another resize got there first, the
+    /// row is locked, read and written again. Either way concurrent resizes of one nodegroup
+    /// serialize on the lock, and operation ids follow the order in which counts were written.
     pub async fn accept_resize(
         &self,
         cluster_id: i64,
         nodegroup_id: i64,
+        seen: i64,
         new_count: i64,
         mut op: NewOperation,
     ) -> Result<i64, sqlx::Error> {
+        let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
         let mut tx = self.pool().begin().await?;
-        // Take the write lock first (InnoDB row lock; SQLite's database write lock), so that
-        // the read below cannot be overtaken.
-        sqlx::query("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
-            .bind(nodegroup_id)
-            .execute(&mut *tx)
-            .await?;
-        let old: Option<i64> = sqlx::query_scalar("SELECT node_count FROM nodegroup WHERE id = ?")
-            .bind(nodegroup_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let old = old.unwrap_or(1);
-        update_columns(
-            &mut *tx,
-            "nodegroup",
-            nodegroup_id,
-            &[
-                ("node_count", Bind::Int(Some(new_count))),
-                (
-                    "status",
-                    Bind::text(crate::model::status::UPDATE_IN_PROGRESS),
-                ),
-            ],
+        let written_at = now();
+        let matched = sqlx::query(
+            "UPDATE nodegroup SET node_count = ?, status = ?, updated_at = ? \
+             WHERE id = ? AND node_count = ?",
         )
-        .await?;
+        .bind(new_count)
+        .bind(in_progress)
+        .bind(written_at.clone())
+        .bind(nodegroup_id)
+        .bind(seen)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        let old = if matched {
+            seen
+        } else {
+            // Another count was written since the caller's read: lock, read, write.
+            sqlx::query("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
+                .bind(nodegroup_id)
+                .execute(&mut *tx)
+                .await?;
+            let old: Option<i64> =
+                sqlx::query_scalar("SELECT node_count FROM nodegroup WHERE id = ?")
+                    .bind(nodegroup_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            update_columns(
+                &mut *tx,
+                "nodegroup",
+                nodegroup_id,
+                &[
+                    ("node_count", Bind::Int(Some(new_count))),
+                    ("status", Bind::text(in_progress)),
+                    ("updated_at", Bind::text(written_at.clone())),
+                ],
+            )
+            .await?;
+            old.unwrap_or(1)
+        };
         update_columns(
             &mut *tx,
             "cluster",
             cluster_id,
-            &[(
-                "status",
-                Bind::text(crate::model::status::UPDATE_IN_PROGRESS),
-            )],
+            &[
+                ("status", Bind::text(in_progress)),
+                ("updated_at", Bind::text(written_at)),
+            ],
         )
         .await?;
         op.old_count = Some(old);
@@ -313,19 +375,8 @@ impl Store {
         to: &str,
         error: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
-        let r = sqlx::query(
-            "UPDATE magnum_rs_operation SET state = ?, last_error = ?, attempts = attempts + ?, \
-             updated_at = ? WHERE id = ? AND state = ?",
-        )
-        .bind(to.to_string())
-        .bind(error.map(str::to_string))
-        .bind(i64::from(to == op_state::RUNNING))
-        .bind(now())
-        .bind(id)
-        .bind(from.to_string())
-        .execute(self.pool())
-        .await?;
-        Ok(r.rows_affected() == 1)
+        let mut conn = self.pool().acquire().await?;
+        transition_on(&mut conn, id, from, to, error).await
     }
 
     /// Marks earlier pending resizes of a nodegroup superseded by operation `latest`.
@@ -346,20 +397,6 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(r.rows_affected())
-    }
-
-    /// The newest pending resize of a nodegroup, if any.
-    pub async fn latest_pending_resize(
-        &self,
-        nodegroup_id: i64,
-    ) -> Result<Option<i64>, sqlx::Error> {
-        sqlx::query_scalar(
-            "SELECT MAX(id) FROM magnum_rs_operation WHERE nodegroup_id = ? AND kind = 'resize' AND state = ?",
-        )
-        .bind(nodegroup_id)
-        .bind(op_state::PENDING)
-        .fetch_one(self.pool())
-        .await
     }
 
     /// After a restart: operations a dead worker had claimed run again (drivers apply

@@ -1,6 +1,6 @@
 //! `cluster_template` rows.
 
-use super::columns::{select_list, template_from_row, TEMPLATE_COLUMNS};
+use super::columns::{template_from_row, template_select, text_at, TEMPLATE_COLUMNS};
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterTemplate, Tenancy};
 
@@ -43,7 +43,7 @@ impl Store {
         let mut binds = Vec::new();
         let mut sql = format!(
             "SELECT {} FROM cluster_template t WHERE 1 = 1",
-            select_list(TEMPLATE_COLUMNS, "t.")
+            template_select()
         );
         sql.push_str(&scope.filter(&mut binds));
         page.apply("cluster_template", &mut sql, &mut binds);
@@ -64,7 +64,7 @@ impl Store {
         let mut binds = vec![Bind::text(value)];
         let mut sql = format!(
             "SELECT {} FROM cluster_template t WHERE t.{column} = ?",
-            select_list(TEMPLATE_COLUMNS, "t.")
+            template_select()
         );
         sql.push_str(&scope.filter(&mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");
@@ -82,13 +82,56 @@ impl Store {
     ) -> Result<Option<ClusterTemplate>, sqlx::Error> {
         let sql = format!(
             "SELECT {} FROM cluster_template t WHERE t.uuid = ?",
-            select_list(TEMPLATE_COLUMNS, "t.")
+            template_select()
         );
         let row = sqlx::query(&sql)
             .bind(uuid.to_string())
             .fetch_optional(self.pool())
             .await?;
         row.as_ref().map(template_from_row).transpose()
+    }
+
+    /// A template with only the fields that choose its driver (`uuid`, `coe`,
+    /// `cluster_distro`, `server_type`, `driver`; the others are left empty), for paths that
+    /// need nothing else of it (resize, the worker's operations other than a cluster create).
+    pub async fn template_for_driver(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<ClusterTemplate>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT t.uuid AS uuid, t.coe AS coe, t.cluster_distro AS cluster_distro, \
+             t.server_type AS server_type, t.driver AS driver \
+             FROM cluster_template t WHERE t.uuid = ?",
+        )
+        .bind(uuid.to_string())
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ClusterTemplate {
+            uuid: text_at(&row, 0)?.unwrap_or_default(),
+            coe: text_at(&row, 1)?,
+            cluster_distro: text_at(&row, 2)?,
+            server_type: text_at(&row, 3)?,
+            driver: text_at(&row, 4)?,
+            ..ClusterTemplate::default()
+        }))
+    }
+
+    /// Only the labels of a template (what a cluster's detail view needs of it): `None`
+    /// when the template is missing or its labels are not a JSON object.
+    pub async fn template_labels(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, sqlx::Error> {
+        let row = sqlx::query("SELECT t.labels AS labels FROM cluster_template t WHERE t.uuid = ?")
+            .bind(uuid.to_string())
+            .fetch_optional(self.pool())
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(match text_at(&row, 0)?.map(|t| serde_json::from_str(&t)) {
+            Some(Ok(serde_json::Value::Object(m))) => Some(m),
+            _ => None,
+        })
     }
 
     pub async fn insert_template(
