@@ -35,6 +35,9 @@ pub struct Cli {
     /// An operator policy.yaml overriding Magnum's default rules.
     #[arg(long, env = "MAGNUM_RS_POLICY_FILE", global = true)]
     pub policy_file: Option<PathBuf>,
+    /// Log format: text (the default) or json (one object per line).
+    #[arg(long, env = "MAGNUM_RS_LOG_FORMAT", global = true, value_enum)]
+    pub log_format: Option<crate::telemetry::logging::LogFormat>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -75,6 +78,9 @@ impl Cli {
         }
         if let Some(p) = &self.policy_file {
             config.policy_file = Some(p.clone());
+        }
+        if let Some(f) = self.log_format {
+            config.log.format = f;
         }
         Ok(config)
     }

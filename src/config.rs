@@ -36,6 +36,7 @@ pub struct Config {
     pub quotas: QuotaConfig,
     pub drivers: DriversConfig,
     pub noauth: NoauthConfig,
+    pub log: crate::telemetry::logging::LogConfig,
 }
 
 /// The identity a noauth request has when it carries no identity headers (a client such
@@ -108,6 +109,7 @@ impl Default for Config {
             quotas: QuotaConfig::default(),
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
+            log: Default::default(),
         }
     }
 }

@@ -4,8 +4,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
@@ -13,24 +12,20 @@ use super::body::Body;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::query::{base_url, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
 use crate::store::is_template_column;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/clustertemplates",
-            get(list_templates).post(create_template),
-        )
-        .route("/v1/clustertemplates/detail", get(list_templates_detail))
-        .route(
-            "/v1/clustertemplates/{ident}",
-            get(show_template)
-                .patch(update_template)
-                .delete(delete_template),
-        )
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/clustertemplates", list_templates)
+        .post("/v1/clustertemplates", create_template)
+        .get("/v1/clustertemplates/detail", list_templates_detail)
+        .get("/v1/clustertemplates/{ident}", show_template)
+        .patch("/v1/clustertemplates/{ident}", update_template)
+        .delete("/v1/clustertemplates/{ident}", delete_template)
 }
 
 const WRITABLE: &[&str] = &[

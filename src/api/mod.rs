@@ -12,6 +12,7 @@ pub mod microversion;
 pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
+pub mod routes;
 pub mod versions;
 
 use axum::extract::Request;
@@ -21,24 +22,39 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower::ServiceExt as _;
 
+use self::routes::{Route, Routes};
 use crate::error::{envelope, ApiError, ErrorMarker, Flavor};
 use crate::state::AppState;
 
+/// The `/v1` routes (they negotiate microversions).
+fn v1_routes() -> Routes {
+    versions::v1_routes()
+        .merge(cluster_templates::routes())
+        .merge(clusters::routes())
+        .merge(cluster_actions::routes())
+        .merge(nodegroups::routes())
+}
+
+/// Every (method, path template) the Magnum router serves, read from the tables the router
+/// is built from.
+pub fn route_table() -> Vec<Route> {
+    let mut all = versions::root_routes().table().to_vec();
+    all.extend_from_slice(v1_routes().table());
+    all
+}
+
 /// The Magnum API router (`/` and `/v1…`).
 pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
-        .merge(versions::v1_router())
-        .merge(cluster_templates::router())
-        .merge(clusters::router())
-        .merge(cluster_actions::router())
-        .merge(nodegroups::router())
+    let v1 = v1_routes()
+        .into_router()
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()
-        .merge(versions::root_router())
+        .merge(versions::root_routes().into_router())
         .merge(v1)
         .fallback(not_found)
         .with_state(state)
+        .layer(middleware::from_fn(crate::telemetry::requests::route_info))
         .layer(middleware::from_fn(finish_response));
     Router::new().fallback_service(inner.map_request(normalize_path))
 }
@@ -84,6 +100,11 @@ fn normalize_path(mut req: Request) -> Request {
 /// blanks of webob errors.
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
+    // The id the request log carries (telemetry's layer), or a new one.
+    let request_id = req
+        .extensions()
+        .get::<crate::telemetry::requests::RequestId>()
+        .map(|r| r.0.clone());
     let mut resp = next.run(req).await;
     let marker = resp.extensions().get::<ErrorMarker>().cloned();
     if let Some(m) = marker {
@@ -95,7 +116,7 @@ async fn finish_response(req: Request, next: Next) -> Response {
             resp = blank;
         }
     }
-    let id = format!("req-{}", uuid::Uuid::new_v4());
+    let id = request_id.unwrap_or_else(|| format!("req-{}", uuid::Uuid::new_v4()));
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut()
             .insert(HeaderName::from_static("x-openstack-request-id"), v);
