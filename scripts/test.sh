@@ -36,6 +36,14 @@ step "MariaDB"
 "$HERE/mariadb.sh" start
 MYSQL_BASE="$("$HERE/mariadb.sh" url)"
 
+step "a second, dedicated MariaDB for the readiness test (it is stopped and started; the shared one never is)"
+READYZ_DB_ENV="MARIADB_PORT=${MAGNUM_RS_READYZ_DB_PORT:-13307} MARIADB_DATADIR=${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/mariadb-readyz"
+env $READYZ_DB_ENV "$HERE/mariadb.sh" start
+MAGNUM_RS_TEST_READYZ_MYSQL_URL="$(env $READYZ_DB_ENV "$HERE/mariadb.sh" url)"
+MAGNUM_RS_TEST_READYZ_DB_STOP="env $READYZ_DB_ENV $HERE/mariadb.sh stop"
+MAGNUM_RS_TEST_READYZ_DB_START="env $READYZ_DB_ENV $HERE/mariadb.sh start"
+export MAGNUM_RS_TEST_READYZ_MYSQL_URL MAGNUM_RS_TEST_READYZ_DB_STOP MAGNUM_RS_TEST_READYZ_DB_START
+
 step "openstack CLI"
 MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
 export MAGNUM_RS_OPENSTACK
