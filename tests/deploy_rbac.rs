@@ -105,7 +105,7 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
     let docs = manifests();
     for doc in &docs {
         let (group, version) = match doc["apiVersion"].as_str().expect("apiVersion") {
-            v if v.contains('/') => v.split_once('/').map(|(g, v)| (g, v)).expect("gv"),
+            v if v.contains('/') => v.split_once('/').expect("gv"),
             v => ("", v),
         };
         let kind = doc["kind"].as_str().expect("kind");
@@ -424,7 +424,7 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         .await
         .expect("driver");
     match outside
-        .create_cluster(&cluster, &template, &[master.clone()])
+        .create_cluster(&cluster, &template, std::slice::from_ref(&master))
         .await
     {
         Err(DriverError::Rejected(msg)) => assert!(msg.contains("forbidden"), "{msg}"),
