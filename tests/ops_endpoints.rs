@@ -56,7 +56,10 @@ async fn metrics_count_requests_by_route_template_and_show_the_queue() {
     let p = server.port;
     let missing = uuid::Uuid::new_v4().to_string();
     for _ in 0..3 {
-        assert_eq!(http(p, "GET", &format!("/v1/clusters/{missing}"), None).0, 404);
+        assert_eq!(
+            http(p, "GET", &format!("/v1/clusters/{missing}"), None).0,
+            404
+        );
     }
     assert_eq!(http(p, "GET", "/clustertemplates", None).0, 200);
     assert_eq!(http(p, "GET", "/v1/no-such-thing/at/all", None).0, 404);
@@ -64,7 +67,10 @@ async fn metrics_count_requests_by_route_template_and_show_the_queue() {
 
     let (code, head, text) = get_with(p, "/metrics", &[]);
     assert_eq!(code, 200);
-    assert!(head.contains("content-type: text/plain; version=0.0.4"), "{head}");
+    assert!(
+        head.contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
     let get = |route: &str, status: u16| {
         sample(
             &text,
@@ -128,7 +134,10 @@ async fn operator_endpoints_need_no_identity_even_with_keystone_style_headers_ab
         let (code, head, _) = get_with(server.port, path, &[]);
         assert_eq!(code, 200, "{path}");
         assert!(!head.contains("openstack-api-version"), "{path}: {head}");
-        assert!(head.contains("x-openstack-request-id: req-"), "{path}: {head}");
+        assert!(
+            head.contains("x-openstack-request-id: req-"),
+            "{path}: {head}"
+        );
     }
     let (_, _, body) = get_with(server.port, "/readyz", &[]);
     let v: Value = serde_json::from_str(&body).expect("json");
@@ -177,10 +186,7 @@ async fn json_log_lines_carry_request_id_route_project_and_duration_but_no_token
             }
             break v;
         }
-        assert!(
-            Instant::now() < deadline,
-            "no log line for {id}: {log}"
-        );
+        assert!(Instant::now() < deadline, "no log line for {id}: {log}");
         std::thread::park_timeout(Duration::from_millis(50));
     };
     assert_eq!(line["message"], "request answered", "{line}");
@@ -192,12 +198,15 @@ async fn json_log_lines_carry_request_id_route_project_and_duration_but_no_token
 }
 
 fn required(var: &str) -> String {
-    std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!(
-            "{var} is not set: run scripts/test.sh, which starts a dedicated MariaDB for the \
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{var} is not set: run scripts/test.sh, which starts a dedicated MariaDB for the \
              readiness test (never the shared one)"
-        )
-    })
+            )
+        })
 }
 
 fn run_shell(command: &str) {
@@ -268,7 +277,11 @@ async fn readyz_turns_unready_while_the_database_is_down() {
     let p = server.port;
 
     let (code, body) = readyz(p);
-    assert_eq!((code, &body["status"]), (200, &Value::from("ready")), "{body}");
+    assert_eq!(
+        (code, &body["status"]),
+        (200, &Value::from("ready")),
+        "{body}"
+    );
 
     run_shell(&stop);
     let body = wait_readyz(p, 503, "unready while the database is stopped");
