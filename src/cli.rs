@@ -56,6 +56,9 @@ pub enum Command {
     PolicySample,
     /// Print the rules in force (defaults with the operator's overrides).
     PolicyCheck,
+    /// Exit 0 when the server configured here answers `GET /healthz` (a container health
+    /// check that needs no curl in the image).
+    Healthcheck,
 }
 
 impl Cli {
@@ -120,6 +123,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", policy.effective_yaml());
             Ok(())
         }
+        Command::Healthcheck => crate::health::probe(config.bind),
     }
 }
 

@@ -30,6 +30,32 @@ pub fn route_table() -> Vec<Route> {
     routes().table().to_vec()
 }
 
+/// `magnum-rs healthcheck`: `GET /healthz` on the configured address (loopback when bound to
+/// every address) must answer 200.
+pub fn probe(bind: std::net::SocketAddr) -> anyhow::Result<()> {
+    use std::io::{Read as _, Write as _};
+    let mut addr = bind;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let mut s = std::net::TcpStream::connect_timeout(&addr, PROBE_TIMEOUT)?;
+    s.set_read_timeout(Some(PROBE_TIMEOUT))?;
+    write!(
+        s,
+        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)?;
+    match answer.split_whitespace().nth(1) {
+        Some("200") => Ok(()),
+        other => anyhow::bail!("{addr}/healthz answered {}", other.unwrap_or("nothing")),
+    }
+}
+
 async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
