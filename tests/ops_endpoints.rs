@@ -295,3 +295,72 @@ async fn readyz_turns_unready_while_the_database_is_down() {
     assert_eq!(body["database"], "ok", "{body}");
     assert_eq!(http(p, "GET", "/v1/clustertemplates", None).0, 200);
 }
+
+#[tokio::test]
+async fn metrics_show_pending_operations_and_their_age_while_no_worker_runs() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = common::fresh_database().await;
+    // `serve --no-worker`: operations stay recorded until a worker runs.
+    let p = common::server::free_port();
+    let log = dir.path().join("serve.log");
+    let out = std::fs::File::create(&log).expect("log");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_magnum-rs"))
+        .args([
+            "--database-url",
+            &db.url,
+            "--bind",
+            &format!("127.0.0.1:{p}"),
+        ])
+        .args(["serve", "--no-worker"])
+        .current_dir(dir.path())
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("spawn magnum-rs");
+    let _server = Server {
+        port: p,
+        child,
+        log,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_get(p, "/healthz").map(|r| r.0) != Some(200) {
+        assert!(Instant::now() < deadline, "magnum-rs did not start");
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    let (code, body) = http(
+        p,
+        "POST",
+        "/v1/clustertemplates",
+        Some(
+            &serde_json::json!({"name": "t", "coe": "kubernetes", "image_id": "ubuntu-2204",
+                                  "external_network_id": "public"}),
+        ),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = http(
+        p,
+        "POST",
+        "/v1/clusters",
+        Some(&serde_json::json!({"name": "c", "cluster_template_id": "t",
+                                  "master_count": 1, "node_count": 1})),
+    );
+    assert_eq!(code, 202, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, _, text) = get_with(p, "/metrics", &[]);
+        let depth = sample(&text, "magnum_rs_operations_queue_depth{state=\"pending\"}");
+        let age = sample(
+            &text,
+            "magnum_rs_operations_oldest_age_seconds{state=\"pending\"}",
+        );
+        assert_eq!(depth, Some(1.0), "{text}");
+        if age.is_some_and(|a| a > 0.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pending operation never aged: {text}"
+        );
+        std::thread::park_timeout(Duration::from_millis(200));
+    }
+}
