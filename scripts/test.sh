@@ -6,7 +6,10 @@
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
 #      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs;
-#   3. runs `cargo test` against SQLite, then the same suite against MariaDB.
+#   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
+#      release build, runtime root, non-root start, /healthz, HEALTHCHECK);
+#   4. runs `cargo test` against SQLite, then the same suite against MariaDB (a second,
+#      dedicated MariaDB on 13307 is stopped and started by the /readyz test).
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -65,6 +68,9 @@ export MAGNUM_RS_TEST_KUBECONFIG
 
 step "dropping test databases left by earlier runs"
 "$HERE/mariadb.sh" drop-test-databases
+
+step "the Dockerfile's build and runtime steps without a container engine (scripts/image-steps.sh)"
+"$HERE/image-steps.sh"
 
 step "cargo test (SQLite)"
 cargo test --all-targets
