@@ -5,7 +5,8 @@
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
 #      Magnum 23 API (PyPI) on a database made by Magnum's own migrations; a real
-#      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs;
+#      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; a real
+#      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
 #   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
 #      release build, runtime root, non-root start, /healthz, HEALTHCHECK);
 #   4. runs `cargo test` against SQLite, then the same suite against MariaDB (a second,
@@ -19,6 +20,10 @@ ROOT="$(dirname "$HERE")"
 cd "$ROOT"
 
 REF_DB=magnum_rs_reference
+KEYSTONE_PORT="${MAGNUM_RS_KEYSTONE_PORT:-15000}"
+# The catalog's container-infra endpoint: tests/keystone_auth.rs serves magnum-rs here.
+KEYSTONE_MAGNUM_PORT="${MAGNUM_RS_KEYSTONE_MAGNUM_PORT:-19511}"
+KEYSTONE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/keystone-run"
 REF_PORT="${MAGNUM_REF_PORT:-19611}"
 KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
 
@@ -26,6 +31,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 cleanup() {
   "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
+  "$HERE/keystone.sh" stop "$KEYSTONE_DIR" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -65,6 +71,11 @@ step "real kube-apiserver + etcd with the Cluster API CRDs"
 rm -rf "$KUBE_DIR"
 MAGNUM_RS_TEST_KUBECONFIG="$("$HERE/kube.sh" start "$KUBE_DIR")"
 export MAGNUM_RS_TEST_KUBECONFIG
+
+step "real Keystone 30 (fernet tokens) with magnum-rs in its catalog"
+MAGNUM_RS_TEST_KEYSTONE="$("$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
+  "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1")"
+export MAGNUM_RS_TEST_KEYSTONE
 
 step "dropping test databases left by earlier runs"
 "$HERE/mariadb.sh" drop-test-databases

@@ -4,9 +4,11 @@
 #   scripts/venv.sh cli      venv-cli: python-openstackclient + python-magnumclient;
 #                            prints the path of its `openstack` binary
 #   scripts/venv.sh magnum   venv-magnum: magnum==23.0.0 + PyMySQL; prints the venv path
+#   scripts/venv.sh keystone venv-keystone: keystone==30.0.0 + gunicorn; prints the venv path
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
-# Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs).
+# Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs); the
+# Keystone venv by scripts/keystone/constraints.txt.
 # A venv is reused when its marker matches the package spec + constraints hash;
 # the marker is written only after a successful install. Progress goes to stderr.
 set -euo pipefail
@@ -16,7 +18,7 @@ CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 PY="${PYTHON:-python3}"
 CONSTRAINTS="$HERE/constraints.txt"
 
-ensure_venv() {  # ensure_venv DIR PKG...
+ensure_venv() {  # ensure_venv DIR PKG...   (constraints: $CONSTRAINTS)
   local dir="$1"; shift
   local hash="none"
   [[ -f "$CONSTRAINTS" ]] && hash="$(sha256sum "$CONSTRAINTS" | cut -c1-16)"
@@ -43,5 +45,9 @@ case "${1:-}" in
   magnum)
     ensure_venv "$CACHE/venv-magnum" magnum==23.0.0 PyMySQL
     echo "$CACHE/venv-magnum" ;;
-  *) echo "usage: $0 cli|magnum" >&2; exit 2 ;;
+  keystone)
+    CONSTRAINTS="$HERE/keystone/constraints.txt"
+    ensure_venv "$CACHE/venv-keystone" keystone==30.0.0 gunicorn==26.0.0
+    echo "$CACHE/venv-keystone" ;;
+  *) echo "usage: $0 cli|magnum|keystone" >&2; exit 2 ;;
 esac

@@ -85,6 +85,14 @@ impl Cli {
         if let Some(f) = self.log_format {
             config.log.format = f;
         }
+        // Secrets come from the environment (a Kubernetes Secret), not the command line,
+        // where every user of the machine could read them.
+        if let Ok(p) = std::env::var("MAGNUM_RS_KEYSTONE_PASSWORD") {
+            config.keystone_authtoken.password = crate::auth::keystone::Secret::new(p);
+        }
+        if let Ok(u) = std::env::var("MAGNUM_RS_KEYSTONE_AUTH_URL") {
+            config.keystone_authtoken.auth_url = u;
+        }
         Ok(config)
     }
 }
@@ -94,8 +102,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { no_worker } => {
             let auth = config.effective_auth()?;
-            if auth == AuthMode::Keystone {
-                anyhow::bail!("--auth keystone is not available in this build yet");
+            if auth == AuthMode::Keystone && config.keystone_authtoken.password.is_empty() {
+                anyhow::bail!(
+                    "--auth keystone needs the service user's password: set \
+                     MAGNUM_RS_KEYSTONE_PASSWORD or [keystone_authtoken] password"
+                );
             }
             let bind = config.bind;
             tracing::info!(%bind, database = %redact_url(&config.database_url), ?auth, "starting magnum-rs");

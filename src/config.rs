@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::keystone::KeystoneAuthConfig;
 use crate::drivers::cluster_api::ClusterApiConfig;
 use crate::drivers::Triple;
 
@@ -37,6 +38,8 @@ pub struct Config {
     pub drivers: DriversConfig,
     pub noauth: NoauthConfig,
     pub log: crate::telemetry::logging::LogConfig,
+    /// How tokens are validated in keystone auth mode.
+    pub keystone_authtoken: KeystoneAuthConfig,
 }
 
 /// The identity a noauth request has when it carries no identity headers (a client such
@@ -110,6 +113,7 @@ impl Default for Config {
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
             log: Default::default(),
+            keystone_authtoken: KeystoneAuthConfig::default(),
         }
     }
 }

@@ -22,7 +22,8 @@ use std::sync::Arc;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use crate::auth::keystone::KeystoneAuth;
+use crate::config::{AuthMode, Config};
 use crate::drivers::capabilities::BaseCapabilities;
 use crate::drivers::cluster_api;
 use crate::drivers::record_only::RecordOnlyDriver;
@@ -95,13 +96,15 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         None => Policy::magnum_defaults(),
     };
     let drivers = build_drivers(&config).await?;
-    Ok(AppState::new(
-        config,
-        store,
-        policy,
-        drivers,
-        OperationsHandle::default(),
-    ))
+    let keystone = match config.effective_auth()? {
+        AuthMode::Keystone => Some(KeystoneAuth::new(&config.keystone_authtoken)?),
+        AuthMode::Noauth => None,
+    };
+    let state = AppState::new(config, store, policy, drivers, OperationsHandle::default());
+    match keystone {
+        Some(auth) => state.with_keystone(auth),
+        None => Ok(state),
+    }
 }
 
 /// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)

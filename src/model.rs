@@ -229,6 +229,8 @@ pub struct RequestContext {
     pub project_domain_id: Option<String>,
     pub roles: Vec<String>,
     pub system_scope: Option<String>,
+    /// The domain id of a domain-scoped token (keystone mode only).
+    pub domain_scope: Option<String>,
     pub is_admin: bool,
 }
 

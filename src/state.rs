@@ -3,6 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::auth::keystone::KeystoneAuth;
 use crate::config::Config;
 use crate::drivers::DriverRegistry;
 use crate::operations::OperationsHandle;
@@ -15,6 +16,8 @@ pub struct App {
     pub policy: Policy,
     pub drivers: DriverRegistry,
     pub operations: OperationsHandle,
+    /// Token validation, in keystone auth mode.
+    pub keystone: Option<Arc<KeystoneAuth>>,
 }
 
 #[derive(Clone)]
@@ -42,6 +45,16 @@ impl AppState {
             policy,
             drivers,
             operations,
+            keystone: None,
         }))
+    }
+
+    /// The same state, validating Keystone tokens with `auth`; only on a state not yet
+    /// shared (right after [`AppState::new`]).
+    pub fn with_keystone(mut self, auth: KeystoneAuth) -> anyhow::Result<Self> {
+        let app = Arc::get_mut(&mut self.0)
+            .ok_or_else(|| anyhow::anyhow!("the application state is already shared"))?;
+        app.keystone = Some(Arc::new(auth));
+        Ok(self)
     }
 }

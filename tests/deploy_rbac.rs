@@ -166,6 +166,16 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         !toml_text.contains("database_url"),
         "no database URL in the ConfigMap"
     );
+    assert!(
+        find(&docs, "Secret")["stringData"]
+            .get("MAGNUM_RS_KEYSTONE_PASSWORD")
+            .is_some(),
+        "the Keystone service password comes from the Secret"
+    );
+    assert!(
+        config.keystone_authtoken.password.is_empty(),
+        "no Keystone password in the ConfigMap"
+    );
 
     // --- 3. a token of that ServiceAccount, in a kubeconfig like the pod's in-cluster one ---
     let tr: TokenRequest = serde_json::from_value(json!({

@@ -364,3 +364,30 @@ async fn metrics_show_pending_operations_and_their_age_while_no_worker_runs() {
         std::thread::park_timeout(Duration::from_millis(200));
     }
 }
+
+#[tokio::test]
+async fn operator_endpoints_stay_open_when_keystone_guards_the_magnum_routes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = common::fresh_database().await;
+    // No Keystone answers on port 9: only routes that never ask it can succeed.
+    let server = Server::start_with_env(
+        &db.url,
+        dir.path(),
+        &["--auth", "keystone"],
+        &[
+            ("MAGNUM_RS_KEYSTONE_PASSWORD", "unused"),
+            ("MAGNUM_RS_KEYSTONE_AUTH_URL", "http://127.0.0.1:9/v3"),
+        ],
+    );
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(
+            http_get(server.port, path).map(|r| r.0),
+            Some(200),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        http_get(server.port, "/v1/clusters").map(|r| r.0),
+        Some(401)
+    );
+}

@@ -53,10 +53,18 @@ pub fn router(state: AppState) -> Router {
         .merge(versions::root_routes().into_router())
         .merge(v1)
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state.clone())
         .layer(middleware::from_fn(crate::telemetry::requests::route_info))
         .layer(middleware::from_fn(finish_response));
-    Router::new().fallback_service(inner.map_request(normalize_path))
+    // Token authentication sees the raw path, before Magnum's routing rewrites it, as
+    // keystonemiddleware sits in front of Magnum's pecan app.
+    Router::new()
+        .fallback_service(inner.map_request(normalize_path))
+        .layer(middleware::from_fn_with_state(
+            state,
+            crate::auth::keystone::layer,
+        ))
+        .layer(middleware::from_fn(request_id))
 }
 
 async fn not_found() -> ApiError {
@@ -96,15 +104,9 @@ fn normalize_path(mut req: Request) -> Request {
     req
 }
 
-/// Outermost layer: `x-openstack-request-id` on every response, and the Accept-dependent
-/// blanks of webob errors.
+/// The Accept-dependent blanks of webob errors.
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
-    // The id the request log carries (telemetry's layer), or a new one.
-    let request_id = req
-        .extensions()
-        .get::<crate::telemetry::requests::RequestId>()
-        .map(|r| r.0.clone());
     let mut resp = next.run(req).await;
     let marker = resp.extensions().get::<ErrorMarker>().cloned();
     if let Some(m) = marker {
@@ -116,7 +118,19 @@ async fn finish_response(req: Request, next: Next) -> Response {
             resp = blank;
         }
     }
-    let id = request_id.unwrap_or_else(|| format!("req-{}", uuid::Uuid::new_v4()));
+    resp
+}
+
+/// Outermost layer (oslo's `request_id` middleware): `x-openstack-request-id` on every
+/// response, the authentication layer's refusals included; the id the request log carries
+/// (telemetry's layer) when there is one.
+async fn request_id(req: Request, next: Next) -> Response {
+    let id = req
+        .extensions()
+        .get::<crate::telemetry::requests::RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_else(|| format!("req-{}", uuid::Uuid::new_v4()));
+    let mut resp = next.run(req).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut()
             .insert(HeaderName::from_static("x-openstack-request-id"), v);

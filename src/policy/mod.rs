@@ -53,16 +53,19 @@ pub struct Credentials {
     pub roles: Vec<String>,
     /// `Some("all")` for a system-scoped token.
     pub system_scope: Option<String>,
+    /// The domain id of a domain-scoped token.
+    pub domain_scope: Option<String>,
     /// Magnum sets this from [`Policy::is_admin`] when it builds the request context.
     pub is_admin: bool,
 }
 
 impl Credentials {
     /// The scope of the token these credentials came from: `System` when `system_scope` is
-    /// set, otherwise `Project` (a domain-scoped token is not represented here).
+    /// set, `Domain` for a domain-scoped token, otherwise `Project`.
     pub fn token_scope(&self) -> ScopeType {
-        match self.system_scope.as_deref() {
-            Some(s) if !s.is_empty() => ScopeType::System,
+        match (self.system_scope.as_deref(), self.domain_scope.as_deref()) {
+            (Some(s), _) if !s.is_empty() => ScopeType::System,
+            (_, Some(d)) if !d.is_empty() => ScopeType::Domain,
             _ => ScopeType::Project,
         }
     }

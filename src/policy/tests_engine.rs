@@ -14,6 +14,7 @@ fn user(project: &str, user: &str, roles: &[&str]) -> Credentials {
         project_domain_id: Some("default".into()),
         roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         system_scope: None,
+        domain_scope: None,
         is_admin: false,
     }
 }

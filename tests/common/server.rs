@@ -34,7 +34,17 @@ impl Server {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
-        let port = free_port();
+        Server::start_at(free_port(), database_url, dir, extra, env)
+    }
+
+    /// As [`Server::start_with_env`], on a given port (one a catalog already names).
+    pub fn start_at(
+        port: u16,
+        database_url: &str,
+        dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let log = dir.join(format!("magnum-rs-{port}.log"));
         let out = std::fs::File::create(&log).expect("log file");
         let err = out.try_clone().expect("log file");

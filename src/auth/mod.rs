@@ -1,5 +1,8 @@
 //! Who is calling. In `noauth` mode the identity comes from the headers keystonemiddleware
-//! would set (`X-User-Id`, `X-Project-Id`, `X-Roles`, …), as Magnum's `ContextHook` reads them.
+//! would set (`X-User-Id`, `X-Project-Id`, `X-Roles`, …), as Magnum's `ContextHook` reads them;
+//! in `keystone` mode from the validated token ([`keystone`]).
+
+pub mod keystone;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -38,6 +41,7 @@ pub fn context_from_headers(h: &HeaderMap) -> RequestContext {
         project_domain_id: header(h, "x-project-domain-id"),
         roles,
         system_scope: header(h, "openstack-system-scope"),
+        domain_scope: None,
         is_admin: false,
     }
 }
@@ -51,6 +55,7 @@ impl RequestContext {
             project_domain_id: self.project_domain_id.clone(),
             roles: self.roles.clone(),
             system_scope: self.system_scope.clone(),
+            domain_scope: self.domain_scope.clone(),
             is_admin: self.is_admin,
         }
     }
@@ -64,6 +69,12 @@ impl FromRequestParts<AppState> for RequestContext {
         // identity headers are trusted (noauth).
         let mut ctx = match parts.extensions.get::<RequestContext>() {
             Some(ctx) => ctx.clone(),
+            // Fail closed: in keystone mode only the token layer makes identities.
+            None if state.keystone.is_some() => {
+                return Err(ApiError::ServiceUnavailable(
+                    "the request was not authenticated".into(),
+                ))
+            }
             None => {
                 let mut ctx = context_from_headers(&parts.headers);
                 if ctx.project_id.is_none() && ctx.user_id.is_none() && ctx.roles.is_empty() {

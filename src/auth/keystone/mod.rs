@@ -1,0 +1,306 @@
+//! Keystone token authentication, as keystonemiddleware's `auth_token` does it in front of
+//! Magnum: every request but the public `GET /` and `GET /v1` carries `X-Auth-Token`, which
+//! is validated with `GET /v3/auth/tokens` under magnum-rs's own service token, and the
+//! identity Keystone returns (user, project, roles with the implied ones, system scope)
+//! becomes the request context. Client-sent identity headers are never trusted here.
+//!
+//! Differences from keystonemiddleware, on purpose: unscoped tokens are refused (it passes
+//! them on with no project), and Keystone being unreachable is a 503 in Magnum's envelope.
+
+pub mod cache;
+pub mod config;
+pub mod token;
+
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use tokio::sync::Mutex;
+
+use crate::error::ApiError;
+use crate::model::RequestContext;
+use crate::state::AppState;
+
+pub use config::{KeystoneAuthConfig, Secret};
+
+use cache::TokenCache;
+
+/// keystoneauth renews a token this long before it expires.
+const RENEW_BEFORE: Duration = Duration::from_secs(120);
+
+/// What a token check concluded.
+#[derive(Clone, Debug)]
+enum Verdict {
+    Valid(Box<RequestContext>),
+    /// Keystone does not know the token, it expired or was revoked, or it is unscoped.
+    Invalid,
+}
+
+/// Why a request could not be authenticated.
+#[derive(Debug)]
+pub enum AuthFailure {
+    /// 401 with keystonemiddleware's body.
+    Unauthorized,
+    /// Keystone could not be asked (down, timing out, or refusing magnum-rs's service user).
+    Unavailable(String),
+}
+
+struct ServiceToken {
+    token: Secret,
+    expires_at: DateTime<Utc>,
+}
+
+pub struct KeystoneAuth {
+    config: KeystoneAuthConfig,
+    v3: String,
+    http: reqwest::Client,
+    service_token: Mutex<Option<ServiceToken>>,
+    cache: TokenCache<Verdict>,
+}
+
+impl std::fmt::Debug for KeystoneAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeystoneAuth")
+            .field("auth_url", &self.v3)
+            .field("username", &self.config.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeystoneAuth {
+    pub fn new(config: &KeystoneAuthConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.http_request_timeout.max(1)))
+            .user_agent(concat!(
+                "magnum-rs/",
+                env!("CARGO_PKG_VERSION"),
+                " auth_token"
+            ))
+            .build()?;
+        Ok(KeystoneAuth {
+            v3: config.v3_url(),
+            config: config.clone(),
+            http,
+            service_token: Mutex::new(None),
+            cache: TokenCache::new(
+                Duration::from_secs(config.token_cache_time),
+                config.token_cache_size,
+            ),
+        })
+    }
+
+    /// The identity behind a user token.
+    pub async fn authenticate(&self, user_token: &str) -> Result<RequestContext, AuthFailure> {
+        let key = cache::digest(user_token);
+        if let Some(verdict) = self.cache.get(&key, Instant::now()) {
+            return match verdict {
+                Verdict::Valid(ctx) => Ok(*ctx),
+                Verdict::Invalid => Err(AuthFailure::Unauthorized),
+            };
+        }
+        let (verdict, expires_at) = self.validate(user_token).await?;
+        let not_after = expires_at.map(|at| {
+            let left = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+            Instant::now() + left
+        });
+        self.cache
+            .insert(key, verdict.clone(), Instant::now(), not_after);
+        match verdict {
+            Verdict::Valid(ctx) => Ok(*ctx),
+            Verdict::Invalid => Err(AuthFailure::Unauthorized),
+        }
+    }
+
+    /// Asks Keystone, renewing the service token once if Keystone no longer accepts it.
+    async fn validate(
+        &self,
+        user_token: &str,
+    ) -> Result<(Verdict, Option<DateTime<Utc>>), AuthFailure> {
+        for attempt in 0..2 {
+            let service = self.service_token(attempt > 0).await?;
+            let resp = self
+                .http
+                .get(format!("{}/auth/tokens?nocatalog", self.v3))
+                .header("X-Auth-Token", service.expose())
+                .header("X-Subject-Token", user_token)
+                .send()
+                .await
+                .map_err(|e| unavailable("validating a token", &e))?;
+            match resp.status() {
+                StatusCode::OK => {
+                    let body = resp
+                        .bytes()
+                        .await
+                        .map_err(|e| unavailable("reading a token validation", &e))?;
+                    let parsed = token::parse(&body).map_err(|e| {
+                        AuthFailure::Unavailable(format!(
+                            "Keystone's token validation could not be read: {e}"
+                        ))
+                    })?;
+                    return Ok(match parsed.identity(Utc::now()) {
+                        Ok(v) => (Verdict::Valid(Box::new(v.context)), Some(v.expires_at)),
+                        Err(refusal) => {
+                            tracing::info!(%refusal, "token refused");
+                            (Verdict::Invalid, None)
+                        }
+                    });
+                }
+                StatusCode::NOT_FOUND => return Ok((Verdict::Invalid, None)),
+                StatusCode::UNAUTHORIZED if attempt == 0 => {
+                    tracing::info!("Keystone refused the service token: renewing it");
+                    continue;
+                }
+                status => {
+                    tracing::error!(%status, "Keystone refused to validate tokens for the service user");
+                    return Err(AuthFailure::Unavailable(format!(
+                        "Keystone answered {status} when validating a token"
+                    )));
+                }
+            }
+        }
+        Err(AuthFailure::Unavailable(
+            "Keystone does not accept the service user's token".into(),
+        ))
+    }
+
+    /// The service token, obtained or renewed (when `force`, or close to its expiry).
+    async fn service_token(&self, force: bool) -> Result<Secret, AuthFailure> {
+        let mut held = self.service_token.lock().await;
+        if let Some(t) = held.as_ref() {
+            let renew_at =
+                t.expires_at - chrono::Duration::from_std(RENEW_BEFORE).unwrap_or_default();
+            if !force && Utc::now() < renew_at {
+                return Ok(t.token.clone());
+            }
+        }
+        let fresh = self.issue_service_token().await?;
+        let token = fresh.token.clone();
+        *held = Some(fresh);
+        Ok(token)
+    }
+
+    async fn issue_service_token(&self) -> Result<ServiceToken, AuthFailure> {
+        let c = &self.config;
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": c.username,
+                "domain": {"name": c.user_domain_name},
+                "password": c.password.expose(),
+            }}},
+            "scope": {"project": {"name": c.project_name, "domain": {"name": c.project_domain_name}}},
+        }});
+        let resp = self
+            .http
+            .post(format!("{}/auth/tokens?nocatalog", self.v3))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| unavailable("authenticating the service user", &e))?;
+        let status = resp.status();
+        if status != StatusCode::CREATED && status != StatusCode::OK {
+            tracing::error!(%status, user = %c.username, "Keystone refused the service user's credentials");
+            return Err(AuthFailure::Unavailable(format!(
+                "Keystone answered {status} to the service user's authentication"
+            )));
+        }
+        let token = resp
+            .headers()
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .map(Secret::new)
+            .ok_or_else(|| AuthFailure::Unavailable("Keystone issued no service token".into()))?;
+        #[derive(serde::Deserialize)]
+        struct Issued {
+            token: IssuedToken,
+        }
+        #[derive(serde::Deserialize)]
+        struct IssuedToken {
+            expires_at: DateTime<Utc>,
+        }
+        let issued: Issued = resp
+            .json()
+            .await
+            .map_err(|e| unavailable("reading the service token", &e))?;
+        tracing::info!(user = %c.username, expires_at = %issued.token.expires_at, "service token issued");
+        Ok(ServiceToken {
+            token,
+            expires_at: issued.token.expires_at,
+        })
+    }
+
+    fn reject(&self) -> Response {
+        let body = json!({"error": {
+            "code": 401,
+            "title": "Unauthorized",
+            "message": "The request you have made requires authentication.",
+        }});
+        let mut resp = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+        let challenge = format!("Keystone uri=\"{}\"", self.config.authenticate_uri());
+        if let Ok(v) = HeaderValue::from_str(&challenge) {
+            resp.headers_mut().insert("www-authenticate", v);
+        }
+        resp
+    }
+}
+
+fn unavailable(doing: &str, e: &reqwest::Error) -> AuthFailure {
+    // reqwest's errors name the URL, never the headers carrying tokens.
+    tracing::warn!(error = %e, "Keystone unreachable while {doing}");
+    AuthFailure::Unavailable(format!("Keystone is unreachable ({doing})"))
+}
+
+/// Magnum's public routes (`acl_public_routes = /, /v1`), matched like its
+/// `AuthTokenMiddleware`: on the raw path without trailing slashes, `.json` allowed.
+pub fn is_public_path(path: &str) -> bool {
+    let trimmed = path.trim_end_matches('/');
+    let p = if trimmed.is_empty() { "/" } else { trimmed };
+    let p = p.strip_suffix(".json").unwrap_or(p);
+    p == "/" || p == "/v1"
+}
+
+/// The middleware: authenticates every non-public request when keystone auth is on.
+pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let Some(auth) = state.keystone.as_ref() else {
+        return next.run(req).await;
+    };
+    if is_public_path(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let token = req
+        .headers()
+        .get("x-auth-token")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
+    let Some(token) = token else {
+        return auth.reject();
+    };
+    match auth.authenticate(&token).await {
+        Ok(ctx) => {
+            req.extensions_mut().insert(ctx);
+            next.run(req).await
+        }
+        Err(AuthFailure::Unauthorized) => auth.reject(),
+        Err(AuthFailure::Unavailable(why)) => ApiError::ServiceUnavailable(why).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_version_documents_are_public() {
+        for p in ["/", "", "/v1", "/v1/", "/v1.json", "/.json"] {
+            assert!(is_public_path(p), "{p}");
+        }
+        for p in ["/v1/clusters", "/clusters", "/v2", "/v1/clustertemplates/"] {
+            assert!(!is_public_path(p), "{p}");
+        }
+    }
+}
