@@ -9,10 +9,13 @@
 #      runs on its own such databases, on ports ${MAGNUM_CONF_PORTS:-19611,19612}; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; a real
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
-#   3. runs `cargo test` against SQLite, then the same suite against MariaDB;
-#   4. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
+#   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
+#      release build, runtime root, non-root start, /healthz, HEALTHCHECK);
+#   4. runs `cargo test` against SQLite, then the same suite against MariaDB (a second,
+#      dedicated MariaDB on 13307 is stopped and started by the /readyz test);
+#   5. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
 #      `--auth keystone` and a freshly re-provisioned Keystone on the same port.
-#   5. the Horizon end to end (scripts/horizon-test.sh): Horizon 27 + magnum-ui 19 (PyPI)
+#   6. the Horizon end to end (scripts/horizon-test.sh): Horizon 27 + magnum-ui 19 (PyPI)
 #      driven in Debian's headless Chromium (apt-get when missing) against magnum-rs with
 #      Keystone auth; ports 15100 (Keystone), 19711 (magnum-rs), 18000 (Horizon); the
 #      screenshot of the cluster list is kept in output/horizon/clusters.png.
@@ -55,6 +58,14 @@ step "MariaDB"
 "$HERE/mariadb.sh" start
 MYSQL_BASE="$("$HERE/mariadb.sh" url)"
 
+step "a second, dedicated MariaDB for the readiness test (it is stopped and started; the shared one never is)"
+READYZ_DB_ENV="MARIADB_PORT=${MAGNUM_RS_READYZ_DB_PORT:-13307} MARIADB_DATADIR=${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/mariadb-readyz"
+env $READYZ_DB_ENV "$HERE/mariadb.sh" start
+MAGNUM_RS_TEST_READYZ_MYSQL_URL="$(env $READYZ_DB_ENV "$HERE/mariadb.sh" url)"
+MAGNUM_RS_TEST_READYZ_DB_STOP="env $READYZ_DB_ENV $HERE/mariadb.sh stop"
+MAGNUM_RS_TEST_READYZ_DB_START="env $READYZ_DB_ENV $HERE/mariadb.sh start"
+export MAGNUM_RS_TEST_READYZ_MYSQL_URL MAGNUM_RS_TEST_READYZ_DB_STOP MAGNUM_RS_TEST_READYZ_DB_START
+
 step "openstack CLI"
 MAGNUM_RS_OPENSTACK="$("$HERE/venv.sh" cli)"
 export MAGNUM_RS_OPENSTACK
@@ -89,6 +100,9 @@ export MAGNUM_RS_TEST_KEYSTONE
 
 step "dropping test databases left by earlier runs"
 "$HERE/mariadb.sh" drop-test-databases
+
+step "the Dockerfile's build and runtime steps without a container engine (scripts/image-steps.sh)"
+"$HERE/image-steps.sh"
 
 step "cargo test (SQLite)"
 cargo test --all-targets

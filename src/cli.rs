@@ -35,6 +35,9 @@ pub struct Cli {
     /// An operator policy.yaml overriding Magnum's default rules.
     #[arg(long, env = "MAGNUM_RS_POLICY_FILE", global = true)]
     pub policy_file: Option<PathBuf>,
+    /// Log format: text (the default) or json (one object per line).
+    #[arg(long, env = "MAGNUM_RS_LOG_FORMAT", global = true, value_enum)]
+    pub log_format: Option<crate::telemetry::logging::LogFormat>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -53,6 +56,9 @@ pub enum Command {
     PolicySample,
     /// Print the rules in force (defaults with the operator's overrides).
     PolicyCheck,
+    /// Exit 0 when the server configured here answers `GET /healthz` (a container health
+    /// check that needs no curl in the image).
+    Healthcheck,
 }
 
 impl Cli {
@@ -75,6 +81,9 @@ impl Cli {
         }
         if let Some(p) = &self.policy_file {
             config.policy_file = Some(p.clone());
+        }
+        if let Some(f) = self.log_format {
+            config.log.format = f;
         }
         // Secrets come from the environment (a Kubernetes Secret), not the command line,
         // where every user of the machine could read them.
@@ -125,6 +134,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", policy.effective_yaml());
             Ok(())
         }
+        Command::Healthcheck => crate::health::probe(config.bind),
     }
 }
 

@@ -37,6 +37,7 @@ pub struct Config {
     pub quotas: QuotaConfig,
     pub drivers: DriversConfig,
     pub noauth: NoauthConfig,
+    pub log: crate::telemetry::logging::LogConfig,
     /// How tokens are validated in keystone auth mode.
     pub keystone_authtoken: KeystoneAuthConfig,
     pub service: crate::mservice::ServiceConfig,
@@ -112,6 +113,7 @@ impl Default for Config {
             quotas: QuotaConfig::default(),
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
+            log: Default::default(),
             keystone_authtoken: KeystoneAuthConfig::default(),
             service: crate::mservice::ServiceConfig::default(),
         }

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod drivers;
 pub mod error;
+pub mod health;
 pub mod model;
 pub mod mservice;
 pub mod names;
@@ -14,6 +15,7 @@ pub mod operations;
 pub mod policy;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -32,9 +34,15 @@ use crate::policy::Policy;
 use crate::state::AppState;
 use crate::store::Store;
 
-/// The HTTP application.
+/// The HTTP application: the operator routes (`/healthz`, `/readyz`, `/metrics`, outside
+/// Magnum's auth and policy), the Magnum API for everything else, and the request log and
+/// metrics around both.
 pub fn app(state: AppState) -> Router {
-    api::router(state)
+    health::routes()
+        .into_router()
+        .with_state(state.clone())
+        .fallback_service(api::router(state))
+        .layer(axum::middleware::from_fn(telemetry::requests::observe))
 }
 
 /// The driver registry a configuration describes.

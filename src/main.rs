@@ -1,15 +1,11 @@
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("magnum_rs=info,tower_http=info")),
-        )
-        .init();
     let cli = magnum_rs::cli::Cli::parse();
+    // An unreadable configuration is reported by `run` below; logs start as text then.
+    let format = cli.config().map(|c| c.log.format).unwrap_or_default();
+    magnum_rs::telemetry::logging::init(format);
     match magnum_rs::cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -2,13 +2,13 @@
 //! certificate, signing a client's certificate request with it (what
 //! `openstack coe cluster config` does), and CA rotation. The cluster's driver holds the CA.
 
+use super::routes::Routes;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::enforce_on;
@@ -20,13 +20,11 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, ClusterTemplate, RequestContext, Tenancy};
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/certificates", post(sign_certificate))
-        .route(
-            "/v1/certificates/{cluster_ident}",
-            get(show_ca_certificate).patch(rotate_ca_certificate),
-        )
+pub fn routes() -> Routes {
+    Routes::default()
+        .post("/v1/certificates", sign_certificate)
+        .get("/v1/certificates/{cluster_ident}", show_ca_certificate)
+        .patch("/v1/certificates/{cluster_ident}", rotate_ca_certificate)
 }
 
 /// The attributes of Magnum's `Certificate` API type.

@@ -5,8 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
 use super::authz::{admin_all_tenants, enforce_on};
@@ -14,24 +13,19 @@ use super::body::{py_str, Body};
 use super::lookup;
 use super::microversion::Version;
 use super::query::Query;
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{Batch, NewOperation, OpKind};
 use crate::store::Bind;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/clusters/{ident}/actions/resize", post(resize_cluster))
-        .route(
-            "/v1/clusters/{ident}/actions/upgrade",
-            post(upgrade_cluster),
-        )
-        // pecan finds no such method on the actions controller.
-        .route(
-            "/v1/clusters/{ident}/actions/{action}",
-            axum::routing::any(unknown_action),
-        )
+pub fn routes() -> Routes {
+    Routes::default()
+        .post("/v1/clusters/{ident}/actions/resize", resize_cluster)
+        .post("/v1/clusters/{ident}/actions/upgrade", upgrade_cluster)
+        // pecan finds no such method on the actions controller: 405 for every method.
+        .any("/v1/clusters/{ident}/actions/{action}", unknown_action)
 }
 
 async fn unknown_action() -> ApiError {

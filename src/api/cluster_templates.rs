@@ -4,8 +4,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
@@ -13,32 +12,24 @@ use super::body::{member_post_error, Body};
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
 use crate::store::is_template_column;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/clustertemplates",
-            get(list_templates)
-                .post(create_template)
-                .delete(missing_ident)
-                .patch(missing_ident),
-        )
-        .route("/v1/clustertemplates/detail", get(list_templates_detail))
-        .route(
-            "/v1/clustertemplates/{ident}",
-            get(show_template)
-                .post(post_on_template)
-                .patch(update_template)
-                .delete(delete_template),
-        )
-        .route(
-            "/v1/clustertemplates/{ident}/detail",
-            get(detail_under_template),
-        )
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/clustertemplates", list_templates)
+        .post("/v1/clustertemplates", create_template)
+        .delete("/v1/clustertemplates", missing_ident)
+        .patch("/v1/clustertemplates", missing_ident)
+        .get("/v1/clustertemplates/detail", list_templates_detail)
+        .get("/v1/clustertemplates/{ident}", show_template)
+        .post("/v1/clustertemplates/{ident}", post_on_template)
+        .patch("/v1/clustertemplates/{ident}", update_template)
+        .delete("/v1/clustertemplates/{ident}", delete_template)
+        .get("/v1/clustertemplates/{ident}/detail", detail_under_template)
 }
 
 const WRITABLE: &[&str] = &[

@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
@@ -15,6 +14,7 @@ use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
     status, Cluster, ClusterCounts, NodeGroup, RequestContext, Tenancy, ROLE_MASTER, ROLE_WORKER,
@@ -23,24 +23,18 @@ use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpKind};
 use crate::store::{is_cluster_column, Bind};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/clusters",
-            get(list_clusters)
-                .post(create_cluster)
-                .delete(missing_ident)
-                .patch(missing_ident),
-        )
-        .route("/v1/clusters/detail", get(list_clusters_detail))
-        .route(
-            "/v1/clusters/{ident}",
-            get(show_cluster)
-                .post(post_on_cluster)
-                .patch(update_cluster)
-                .delete(delete_cluster),
-        )
-        .route("/v1/clusters/{ident}/detail", get(detail_under_cluster))
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/clusters", list_clusters)
+        .post("/v1/clusters", create_cluster)
+        .delete("/v1/clusters", missing_ident)
+        .patch("/v1/clusters", missing_ident)
+        .get("/v1/clusters/detail", list_clusters_detail)
+        .get("/v1/clusters/{ident}", show_cluster)
+        .post("/v1/clusters/{ident}", post_on_cluster)
+        .patch("/v1/clusters/{ident}", update_cluster)
+        .delete("/v1/clusters/{ident}", delete_cluster)
+        .get("/v1/clusters/{ident}/detail", detail_under_cluster)
 }
 
 const WRITABLE: &[&str] = &[

@@ -15,6 +15,7 @@ pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
 pub mod quotas;
+pub mod routes;
 pub mod stats;
 pub mod versions;
 
@@ -25,28 +26,43 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower::ServiceExt as _;
 
+use self::routes::{Route, Routes};
 use crate::error::{envelope, ApiError, ErrorMarker, Flavor};
 use crate::state::AppState;
 
+/// The `/v1` routes (they negotiate microversions).
+fn v1_routes() -> Routes {
+    versions::v1_routes()
+        .merge(cluster_templates::routes())
+        .merge(clusters::routes())
+        .merge(cluster_actions::routes())
+        .merge(nodegroups::routes())
+        .merge(stats::routes())
+        .merge(quotas::routes())
+        .merge(mservices::routes())
+        .merge(certificates::routes())
+}
+
+/// Every (method, path template) the Magnum router serves, read from the tables the router
+/// is built from.
+pub fn route_table() -> Vec<Route> {
+    let mut all = versions::root_routes().table().to_vec();
+    all.extend_from_slice(v1_routes().table());
+    all
+}
+
 /// The Magnum API router (`/` and `/v1…`).
 pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
-        .merge(versions::v1_router())
-        .merge(cluster_templates::router())
-        .merge(clusters::router())
-        .merge(cluster_actions::router())
-        .merge(nodegroups::router())
-        .merge(stats::router())
-        .merge(quotas::router())
-        .merge(mservices::router())
-        .merge(certificates::router())
+    let v1 = v1_routes()
+        .into_router()
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()
-        .merge(versions::root_router())
+        .merge(versions::root_routes().into_router())
         .merge(v1)
         .fallback(not_found)
         .with_state(state.clone())
+        .layer(middleware::from_fn(crate::telemetry::requests::route_info))
         .layer(middleware::from_fn(finish_response));
     // Token authentication sees the raw path, before Magnum's routing rewrites it, as
     // keystonemiddleware sits in front of Magnum's pecan app.
@@ -114,10 +130,15 @@ async fn finish_response(req: Request, next: Next) -> Response {
 }
 
 /// Outermost layer (oslo's `request_id` middleware): `x-openstack-request-id` on every
-/// response, the authentication layer's refusals included.
+/// response, the authentication layer's refusals included; the id the request log carries
+/// (telemetry's layer) when there is one.
 async fn request_id(req: Request, next: Next) -> Response {
+    let id = req
+        .extensions()
+        .get::<crate::telemetry::requests::RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_else(|| format!("req-{}", uuid::Uuid::new_v4()));
     let mut resp = next.run(req).await;
-    let id = format!("req-{}", uuid::Uuid::new_v4());
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut()
             .insert(HeaderName::from_static("x-openstack-request-id"), v);

@@ -1,9 +1,9 @@
 //! `GET /v1/mservices` (`magnum/api/controllers/v1/magnum_services.py`): the processes doing
 //! the conductor's work, from Magnum's `magnum_service` table, with their computed state.
 
+use super::routes::Routes;
 use axum::extract::{RawQuery, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::enforce;
@@ -14,8 +14,8 @@ use crate::mservice::is_up;
 use crate::state::AppState;
 use crate::store::iso8601;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/mservices", get(list_services))
+pub fn routes() -> Routes {
+    Routes::default().get("/v1/mservices", list_services)
 }
 
 /// Mirrors `MagnumServiceController.get_all`.

@@ -3,8 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce};
@@ -14,6 +13,7 @@ use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, next_link, PageArgs, Query};
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy, ROLE_MASTER};
 use crate::state::AppState;
@@ -26,21 +26,27 @@ const MIN_VERSION: Version = Version::new(1, 9);
 /// controller's attributes up in `dir()` order, and the versioned `delete` comes first.
 const VERSIONED_NAME: &str = "delete";
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/clusters/{cluster}/nodegroups",
-            get(list_nodegroups)
-                .post(create_nodegroup)
-                .delete(missing_nodegroup_ident)
-                .patch(missing_nodegroup_ident),
-        )
-        .route(
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/clusters/{cluster}/nodegroups", list_nodegroups)
+        .post("/v1/clusters/{cluster}/nodegroups", create_nodegroup)
+        .delete("/v1/clusters/{cluster}/nodegroups", missing_nodegroup_ident)
+        .patch("/v1/clusters/{cluster}/nodegroups", missing_nodegroup_ident)
+        .get(
             "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
-            get(show_nodegroup)
-                .post(post_on_nodegroup)
-                .patch(update_nodegroup)
-                .delete(delete_nodegroup),
+            show_nodegroup,
+        )
+        .post(
+            "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
+            post_on_nodegroup,
+        )
+        .patch(
+            "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
+            update_nodegroup,
+        )
+        .delete(
+            "/v1/clusters/{cluster}/nodegroups/{nodegroup}",
+            delete_nodegroup,
         )
 }
 

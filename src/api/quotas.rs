@@ -1,11 +1,11 @@
 //! `/v1/quotas` (`magnum/api/controllers/v1/quota.py`): per-project hard limits in Magnum's
 //! `quotas` table. A project without a row has `[quotas] max_clusters_per_project`.
 
+use super::routes::Routes;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::enforce;
@@ -16,25 +16,18 @@ use crate::model::RequestContext;
 use crate::state::AppState;
 use crate::store::quotas::{is_quota_column, Quota, QuotaWriteError};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/quotas",
-            get(list_quotas)
-                .post(create_quota)
-                .patch(missing_project)
-                .delete(missing_project),
-        )
-        .route(
-            "/v1/quotas/{project_id}",
-            get(missing_resource)
-                .patch(missing_resource)
-                .delete(missing_resource),
-        )
-        .route(
-            "/v1/quotas/{project_id}/{resource}",
-            get(show_quota).patch(update_quota).delete(delete_quota),
-        )
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/quotas", list_quotas)
+        .post("/v1/quotas", create_quota)
+        .patch("/v1/quotas", missing_project)
+        .delete("/v1/quotas", missing_project)
+        .get("/v1/quotas/{project_id}", missing_resource)
+        .patch("/v1/quotas/{project_id}", missing_resource)
+        .delete("/v1/quotas/{project_id}", missing_resource)
+        .get("/v1/quotas/{project_id}/{resource}", show_quota)
+        .patch("/v1/quotas/{project_id}/{resource}", update_quota)
+        .delete("/v1/quotas/{project_id}/{resource}", delete_quota)
 }
 
 /// The only resource Magnum counts (`fields.QuotaResourceName.ALL`).

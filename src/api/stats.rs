@@ -1,9 +1,9 @@
 //! `GET /v1/stats` (`magnum/api/controllers/v1/stats.py`): cluster and node totals of the
 //! caller's project, or of any project (or all) for an admin.
 
+use super::routes::Routes;
 use axum::extract::{RawQuery, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::enforce;
@@ -12,8 +12,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/stats", get(get_stats))
+pub fn routes() -> Routes {
+    Routes::default().get("/v1/stats", get_stats)
 }
 
 const ALLOWED_TYPES: [&str; 1] = ["cluster"];

@@ -1,20 +1,19 @@
 //! `GET /` and `GET /v1` (`magnum/api/controllers/root.py`, `v1/__init__.py`).
 
 use axum::http::HeaderMap;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::microversion::{MAX, MIN};
 use super::query::base_url;
-use crate::state::AppState;
+use super::routes::Routes;
 
-pub fn root_router() -> Router<AppState> {
-    Router::new().route("/", get(root))
+pub fn root_routes() -> Routes {
+    Routes::default().get("/", root)
 }
 
-pub fn v1_router() -> Router<AppState> {
-    Router::new().route("/v1", get(v1))
+pub fn v1_routes() -> Routes {
+    Routes::default().get("/v1", v1)
 }
 
 /// Mirrors `RootController.index`: version discovery.

@@ -192,6 +192,20 @@ pub trait Lifecycle: Send + Sync {
     fn leadership(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         None
     }
+
+    /// For readiness: each backend (management cluster) the driver drives, whether this
+    /// replica reaches it now and whether it leads. None: the driver has no backend.
+    async fn management_status(&self) -> Vec<ManagementStatus> {
+        Vec::new()
+    }
+}
+
+/// One management cluster as `/readyz` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManagementStatus {
+    pub name: String,
+    pub connected: bool,
+    pub leader: bool,
 }
 
 /// A cluster driver: a name, the (server_type, os, coe) triples it provides, its

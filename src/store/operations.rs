@@ -69,6 +69,21 @@ pub struct NewOperation {
     pub payload: Value,
 }
 
+/// How many operations are in one unfinished state, and how old the oldest is.
+#[derive(Clone, Debug)]
+pub struct QueueState {
+    pub state: &'static str,
+    pub count: i64,
+    pub oldest_age: std::time::Duration,
+}
+
+/// A stored `created_at` (`YYYY-MM-DD HH:MM:SS[.ffffff]`, as [`now`] writes it).
+fn parse_stored_time(s: &str) -> Option<chrono::NaiveDateTime> {
+    chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S"))
+        .ok()
+}
+
 /// A recorded operation.
 #[derive(Clone, Debug)]
 pub struct Operation {
@@ -319,6 +334,38 @@ impl Store {
         insert_operation(&mut tx, &op).await?;
         tx.commit().await?;
         Ok(old)
+    }
+
+    /// The unfinished operations per state (pending, running): how many, and the age of the
+    /// oldest (for the metrics).
+    pub async fn open_operations(&self) -> Result<Vec<QueueState>, sqlx::Error> {
+        let mut out = Vec::new();
+        for state in [op_state::PENDING, op_state::RUNNING] {
+            let row = sqlx::query(
+                "SELECT COUNT(*) AS n, CAST(MIN(created_at) AS CHAR) AS oldest \
+                 FROM magnum_rs_operation WHERE state = ?",
+            )
+            .bind(state)
+            .fetch_one(self.pool())
+            .await?;
+            let count: i64 = row.try_get("n")?;
+            let oldest: Option<String> = row.try_get("oldest")?;
+            let oldest_age = oldest
+                .as_deref()
+                .and_then(parse_stored_time)
+                .map(|t| {
+                    (chrono::Utc::now().naive_utc() - t)
+                        .to_std()
+                        .unwrap_or_default()
+                })
+                .unwrap_or_default();
+            out.push(QueueState {
+                state,
+                count,
+                oldest_age,
+            });
+        }
+        Ok(out)
     }
 
     /// Pending operations, oldest first.

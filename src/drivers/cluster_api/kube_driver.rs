@@ -25,8 +25,8 @@ use super::topology::{self, Resources, TopologyDefaults};
 use super::ClusterApiConfig;
 use crate::drivers::capabilities::ClusterApiCapabilities;
 use crate::drivers::{
-    Capabilities, CreateOutcome, Driver, DriverError, Lifecycle, NodeGroupRef, Progress,
-    ResizeRequest, StatusReport, Triple,
+    Capabilities, CreateOutcome, Driver, DriverError, Lifecycle, ManagementStatus, NodeGroupRef,
+    Progress, ResizeRequest, StatusReport, Triple,
 };
 use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
@@ -46,6 +46,9 @@ pub struct ManagementCluster {
 #[derive(Clone, Debug)]
 struct Pending {
     target: i64,
+    /// When the driver made the change (for the reconcile-lag metric).
+    changed: Instant,
+    /// When Cluster API last showed progress (for the deadline).
     since: Instant,
     marker: Vec<Option<i64>>,
 }
@@ -189,6 +192,7 @@ impl KubeClusterApiDriver {
                 (mc.to_string(), stack.to_string(), ng),
                 Pending {
                     target,
+                    changed: Instant::now(),
                     since: Instant::now(),
                     marker: Vec::new(),
                 },
@@ -289,6 +293,7 @@ impl KubeClusterApiDriver {
 /// Maps a kube error to a Magnum outcome: unreachable or conflicting → retried; missing,
 /// invalid or forbidden → failed with the server's message.
 pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
+    count_kube_error("request", &e);
     match e {
         kube::Error::Api(s) if s.is_not_found() => {
             DriverError::Rejected(format!("{what} not found in the management cluster"))
@@ -298,6 +303,29 @@ pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
         }
         kube::Error::Api(s) => DriverError::Rejected(format!("{what}: {}", s.message)),
         other => DriverError::Transient(format!("management cluster unreachable: {other}")),
+    }
+}
+
+/// Counts a failed kube call in the metrics (`call`: request, watch, lease).
+pub fn count_kube_error(call: &str, e: &kube::Error) {
+    let code = match e {
+        kube::Error::Api(s) => s.code.to_string(),
+        _ => "unreachable".to_string(),
+    };
+    crate::telemetry::metrics::kube_error(call, &code);
+}
+
+fn count_watch_error(e: &watcher::Error) {
+    match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => count_kube_error("watch", e),
+        watcher::Error::WatchError(s) => {
+            crate::telemetry::metrics::kube_error("watch", &s.code.to_string());
+        }
+        watcher::Error::NoResourceVersion => {
+            crate::telemetry::metrics::kube_error("watch", "invalid");
+        }
     }
 }
 
@@ -574,6 +602,36 @@ impl Lifecycle for KubeClusterApiDriver {
         slot.clone()
     }
 
+    async fn management_status(&self) -> Vec<ManagementStatus> {
+        let leader = match &self.election {
+            None => true,
+            Some(_) => self
+                .leadership
+                .lock()
+                .ok()
+                .and_then(|slot| slot.as_ref().map(|rx| *rx.borrow()))
+                .unwrap_or(false),
+        };
+        let mut out = Vec::new();
+        for mc in &self.management {
+            // A call the driver itself makes (and its Role allows): the answer shows both
+            // that the API server is reachable and that the credentials still work.
+            let probe = self
+                .api(mc, &self.resources.cluster)
+                .list(&ListParams::default().limit(1))
+                .await;
+            if let Err(e) = &probe {
+                count_kube_error("request", e);
+            }
+            out.push(ManagementStatus {
+                name: mc.name.clone(),
+                connected: probe.is_ok(),
+                leader,
+            });
+        }
+        out
+    }
+
     fn watch(&self, reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {
         let mut handles = Vec::new();
         for mc in &self.management {
@@ -604,7 +662,10 @@ impl Lifecycle for KubeClusterApiDriver {
                                 Ok(v) => ctx.observe(kind, &v).await,
                                 Err(e) => tracing::warn!(error = %e, "unreadable object from the watch"),
                             },
-                            Err(e) => tracing::warn!(management_cluster = %ctx.mc, error = %e, "watch error; retrying"),
+                            Err(e) => {
+                                count_watch_error(&e);
+                                tracing::warn!(management_cluster = %ctx.mc, error = %e, "watch error; retrying");
+                            }
                         }
                     }
                 }));
@@ -745,7 +806,9 @@ impl WatchContext {
                     .cloned()
                     .collect();
                 for k in &keys {
-                    p.remove(k);
+                    if let Some(e) = p.remove(k) {
+                        crate::telemetry::metrics::reconcile_lag("failed", e.changed.elapsed());
+                    }
                 }
                 keys
             }
@@ -776,6 +839,7 @@ impl WatchContext {
                 entry.since = Instant::now();
             }
             if observed == Observed::Complete {
+                crate::telemetry::metrics::reconcile_lag("complete", entry.changed.elapsed());
                 p.remove(&key);
             }
             observed
@@ -796,7 +860,9 @@ impl WatchContext {
                     .map(|(k, _)| k.clone())
                     .collect();
                 for k in &keys {
-                    p.remove(k);
+                    if let Some(e) = p.remove(k) {
+                        crate::telemetry::metrics::reconcile_lag("failed", e.changed.elapsed());
+                    }
                 }
                 keys
             }

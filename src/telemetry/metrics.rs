@@ -1,0 +1,166 @@
+//! Prometheus metrics (`GET /metrics`), on `prometheus-client`. One process-wide registry:
+//! request counters and latencies by route template, the operations queue (read from the
+//! database at scrape time), kube request errors and the Cluster API reconcile lag.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of what [`encode`] writes (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    method: String,
+    route: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KubeErrorLabels {
+    call: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+struct Metrics {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_duration: HistogramFamily<HttpLabels>,
+    queue_depth: Family<StateLabels, Gauge>,
+    queue_age: Family<StateLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    kube_errors: Family<KubeErrorLabels, Counter>,
+    reconcile_lag: HistogramFamily<OutcomeLabels>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … ~16 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn lag_histogram() -> Histogram {
+    // 1 s … ~4.5 h
+    Histogram::new(exponential_buckets(1.0, 2.0, 15))
+}
+
+fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        let mut registry = Registry::with_prefix("magnum_rs");
+        let m = Metrics {
+            registry: Registry::default(),
+            http_requests: Family::default(),
+            http_duration: Family::new_with_constructor(latency_histogram),
+            queue_depth: Family::default(),
+            queue_age: Family::default(),
+            kube_errors: Family::default(),
+            reconcile_lag: Family::new_with_constructor(lag_histogram),
+        };
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by method, route template and status",
+            m.http_requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, by method, route template and status",
+            m.http_duration.clone(),
+        );
+        registry.register(
+            "operations_queue_depth",
+            "Operations recorded but not finished, by state (pending, running)",
+            m.queue_depth.clone(),
+        );
+        registry.register(
+            "operations_oldest_age_seconds",
+            "Age of the oldest unfinished operation, by state (0 when there is none)",
+            m.queue_age.clone(),
+        );
+        registry.register(
+            "kube_request_errors",
+            "Failed calls to a management cluster, by call (request, watch, lease) and HTTP code (or unreachable)",
+            m.kube_errors.clone(),
+        );
+        registry.register(
+            "reconcile_lag_seconds",
+            "Time from a driver's change to a management cluster until Cluster API reports the target reached (or the operation fails)",
+            m.reconcile_lag.clone(),
+        );
+        Metrics { registry, ..m }
+    })
+}
+
+/// Records one answered HTTP request.
+pub fn record_request(method: &str, route: &str, status: u16, elapsed: Duration) {
+    let labels = HttpLabels {
+        method: method.to_string(),
+        route: route.to_string(),
+        status: status.to_string(),
+    };
+    let m = metrics();
+    m.http_requests.get_or_create(&labels).inc();
+    m.http_duration
+        .get_or_create(&labels)
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Sets the operations queue gauges for one state (called at scrape time).
+pub fn set_queue(state: &str, depth: i64, oldest_age: Duration) {
+    let labels = StateLabels {
+        state: state.to_string(),
+    };
+    let m = metrics();
+    m.queue_depth.get_or_create(&labels).set(depth);
+    m.queue_age
+        .get_or_create(&labels)
+        .set(oldest_age.as_secs_f64());
+}
+
+/// Counts a failed call to a management cluster; `code` is the HTTP status or `unreachable`.
+pub fn kube_error(call: &str, code: &str) {
+    metrics()
+        .kube_errors
+        .get_or_create(&KubeErrorLabels {
+            call: call.to_string(),
+            code: code.to_string(),
+        })
+        .inc();
+}
+
+/// Observes how long Cluster API took to carry out a change (`outcome`: complete, failed).
+pub fn reconcile_lag(outcome: &str, lag: Duration) {
+    metrics()
+        .reconcile_lag
+        .get_or_create(&OutcomeLabels {
+            outcome: outcome.to_string(),
+        })
+        .observe(lag.as_secs_f64());
+}
+
+/// The registry in the Prometheus text format.
+pub fn encode() -> String {
+    let mut out = String::new();
+    if let Err(e) =
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)
+    {
+        tracing::warn!(error = %e, "cannot encode the metrics");
+    }
+    out
+}
