@@ -122,7 +122,8 @@ async fn finish_response(req: Request, next: Next) -> Response {
             let status = resp.status();
             let mut blank = (status, axum::Json(envelope("", status, "", ""))).into_response();
             std::mem::swap(blank.headers_mut(), resp.headers_mut());
-            blank.extensions_mut().insert(m);
+            // Everything the inner layers reported (the error marker, the matched route).
+            std::mem::swap(blank.extensions_mut(), resp.extensions_mut());
             resp = blank;
         }
     }
