@@ -53,7 +53,7 @@ if [[ -n "${MAGNUM_RS_BIN:-}" ]]; then
   BIN="$MAGNUM_RS_BIN"
 else
   cargo build --quiet --bin magnum-rs
-  BIN="$ROOT/target/debug/magnum-rs"
+  BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/magnum-rs"
 fi
 [[ -x "$BIN" ]] || fail "no magnum-rs binary at $BIN"
 

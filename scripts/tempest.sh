@@ -65,7 +65,7 @@ echo "tempest.sh: Keystone $KEYSTONE_URL, container-infra at $MAGNUM_URL" >&2
 
 if [[ -z "${MAGNUM_RS_BIN:-}" ]]; then
   (cd "$ROOT" && cargo build --quiet)
-  MAGNUM_RS_BIN="$ROOT/target/debug/magnum-rs"
+  MAGNUM_RS_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/magnum-rs"
 fi
 rm -rf "$WORK/magnum-rs" && mkdir -p "$WORK/magnum-rs"
 cat >"$WORK/magnum-rs/magnum-rs.toml" <<EOF
