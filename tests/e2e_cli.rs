@@ -4,77 +4,8 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::cli::Cli;
 use common::server::Server;
-
-struct Cli {
-    bin: String,
-    endpoint: String,
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Cli {
-    fn new(server: &Server) -> Cli {
-        let bin = std::env::var("MAGNUM_RS_OPENSTACK").unwrap_or_else(|_| {
-            panic!("MAGNUM_RS_OPENSTACK is not set: run scripts/test.sh, which installs the openstack CLI")
-        });
-        Cli {
-            bin,
-            endpoint: server.endpoint(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let out = Command::new(&self.bin)
-            .args(["--os-auth-type", "none", "--os-endpoint", &self.endpoint])
-            .args(args)
-            .output()
-            .expect("run openstack");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    /// Runs and requires exit 0.
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert_eq!(
-            o.code, 0,
-            "openstack {args:?} failed: {}{}",
-            o.stdout, o.stderr
-        );
-        o.stdout
-    }
-
-    /// `-f value -c FIELD` of a show command.
-    fn field(&self, args: &[&str], field: &str) -> String {
-        let mut a = args.to_vec();
-        a.extend(["-f", "value", "-c", field]);
-        self.ok(&a).trim().to_string()
-    }
-
-    /// Polls a show command until `field` equals `want` (bounded; the operations worker runs
-    /// in the server process).
-    fn wait_field(&self, args: &[&str], field: &str, want: &str) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let mut last = String::new();
-        while std::time::Instant::now() < deadline {
-            last = self.field(args, field);
-            if last == want {
-                return;
-            }
-        }
-        panic!("{args:?} {field}: wanted {want}, last saw {last}");
-    }
-}
 
 fn start() -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -6,59 +6,16 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::cli::{Cli, Out};
 use common::server::Server;
 
 /// The project `openstack --os-auth-type none` requests get (`[noauth] project_id`).
 const NOAUTH_PROJECT: &str = "noauth-project";
 
-struct Cli {
-    bin: String,
-    endpoint: String,
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// What only these tests read from the CLI.
 impl Cli {
-    fn new(server: &Server) -> Cli {
-        let bin = std::env::var("MAGNUM_RS_OPENSTACK").unwrap_or_else(|_| {
-            panic!("MAGNUM_RS_OPENSTACK is not set: run scripts/test.sh, which installs the openstack CLI")
-        });
-        Cli {
-            bin,
-            endpoint: server.endpoint(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let out = Command::new(&self.bin)
-            .args(["--os-auth-type", "none", "--os-endpoint", &self.endpoint])
-            .args(args)
-            .output()
-            .expect("run openstack");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert_eq!(
-            o.code, 0,
-            "openstack {args:?} failed: {}{}",
-            o.stdout, o.stderr
-        );
-        o.stdout
-    }
-
     /// The `Property | Value` table python-magnumclient prints for `coe quotas` and
     /// `coe stats` (they take no `-f`), as a map.
     fn props(&self, args: &[&str]) -> BTreeMap<String, String> {

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod server;
 
 use axum::body::Body;
