@@ -88,22 +88,7 @@ fn start() -> (tempfile::TempDir, Server) {
 }
 
 fn template(cli: &Cli) {
-    cli.ok(&[
-        "coe",
-        "cluster",
-        "template",
-        "create",
-        "k8s-template",
-        "--coe",
-        "kubernetes",
-        "--image",
-        "ubuntu-2204-kube",
-        "--external-network",
-        "public",
-        "--master-lb-enabled",
-        "--labels",
-        "kube_tag=v1.30.4",
-    ]);
+    cli.create_k8s_template();
 }
 
 fn create_cluster(cli: &Cli, name: &str) -> Out {

@@ -73,4 +73,25 @@ impl Cli {
         }
         panic!("{args:?} {field}: wanted {want}, last saw {last}");
     }
+
+    /// `coe cluster template create k8s-template` (kubernetes, kube_tag v1.30.4), as the
+    /// end-to-end tests start.
+    pub fn create_k8s_template(&self) {
+        self.ok(&[
+            "coe",
+            "cluster",
+            "template",
+            "create",
+            "k8s-template",
+            "--coe",
+            "kubernetes",
+            "--image",
+            "ubuntu-2204-kube",
+            "--external-network",
+            "public",
+            "--master-lb-enabled",
+            "--labels",
+            "kube_tag=v1.30.4",
+        ]);
+    }
 }
