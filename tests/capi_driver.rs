@@ -251,6 +251,13 @@ fn openstack(server: &Server, args: &[&str]) -> (i32, String, String) {
             &server.endpoint(),
         ])
         .args(args)
+        // `coe cluster config` reads $SHELL to choose between `export` and `setenv`
+        // (magnumclient's utils.config_cluster does `os.environ['SHELL']`); a user's
+        // terminal always sets it, a CI runner need not.
+        .env(
+            "SHELL",
+            std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned()),
+        )
         .output()
         .expect("openstack");
     (
