@@ -117,7 +117,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             crate::serve(listener, state, !no_worker, shutdown_signal()).await
         }
         Command::Migrate => {
-            let store = crate::store::Store::connect(&config.database_url).await?;
+            let store = crate::store::Store::connect_with(
+                &config.database_url,
+                config.database.max_pool_size,
+            )
+            .await?;
             let outcome = store.migrate().await?;
             println!("{outcome:?}");
             Ok(())

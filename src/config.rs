@@ -41,6 +41,25 @@ pub struct Config {
     /// How tokens are validated in keystone auth mode.
     pub keystone_authtoken: KeystoneAuthConfig,
     pub service: crate::mservice::ServiceConfig,
+    pub operations: crate::operations::OperationsConfig,
+    pub database: DatabaseConfig,
+}
+
+/// `[database]`: as oslo.db's options of the same names.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// Connections a MySQL/MariaDB pool keeps at most (oslo.db's default: 5). More than a
+    /// few per core only adds contention inside the database server.
+    pub max_pool_size: usize,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            max_pool_size: crate::store::DEFAULT_MAX_POOL_SIZE,
+        }
+    }
 }
 
 /// The identity a noauth request has when it carries no identity headers (a client such
@@ -116,6 +135,8 @@ impl Default for Config {
             log: Default::default(),
             keystone_authtoken: KeystoneAuthConfig::default(),
             service: crate::mservice::ServiceConfig::default(),
+            operations: crate::operations::OperationsConfig::default(),
+            database: DatabaseConfig::default(),
         }
     }
 }

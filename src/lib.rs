@@ -88,7 +88,7 @@ pub async fn build_drivers(config: &Config) -> anyhow::Result<DriverRegistry> {
 
 /// Connects, migrates (when configured) and assembles the state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
-    let store = Store::connect(&config.database_url).await?;
+    let store = Store::connect_with(&config.database_url, config.database.max_pool_size).await?;
     if config.auto_migrate {
         store.migrate().await?;
     }
@@ -117,7 +117,7 @@ async fn conduct(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
         state.config.service.clone(),
         stop.clone(),
     ));
-    operations::run_worker(state, std::time::Duration::from_secs(2), stop).await;
+    operations::run_worker(state, stop).await;
     let _ = heartbeat.await;
     for w in watchers {
         w.abort();

@@ -1,5 +1,10 @@
 use clap::Parser;
 
+/// mimalloc: glibc's malloc was a sixth of the server's CPU on the benchmark's reads (many
+/// small allocations freed on other runtime threads); see bench/README.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = magnum_rs::cli::Cli::parse();

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
 
@@ -36,23 +37,53 @@ impl OperationsHandle {
     }
 }
 
+/// `[operations]`: when the worker looks for recorded operations.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OperationsConfig {
+    /// Seconds between two passes when nothing kicks the worker (it then finds what other
+    /// replicas or a previous process recorded).
+    pub poll_interval: u64,
+    /// Milliseconds the worker waits after a kick before its pass, so that operations
+    /// recorded close together are claimed in one transaction (and resizes of one nodegroup
+    /// superseded by the newest) instead of one durable commit each. 0: no wait.
+    pub coalesce_ms: u64,
+}
+
+impl Default for OperationsConfig {
+    fn default() -> Self {
+        OperationsConfig {
+            poll_interval: 2,
+            coalesce_ms: 20,
+        }
+    }
+}
+
 /// Runs the worker until `shutdown` turns true. Pending work recorded by another replica or
 /// a previous process is found by the periodic pass as well.
-pub async fn run_worker(state: AppState, poll: Duration, mut shutdown: watch::Receiver<bool>) {
+pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
     match state.store.requeue_running().await {
         Ok(n) if n > 0 => tracing::info!(requeued = n, "operations of a previous process requeued"),
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "cannot requeue running operations"),
     }
+    let poll = Duration::from_secs(state.config.operations.poll_interval.max(1));
+    let coalesce = Duration::from_millis(state.config.operations.coalesce_ms);
     let notify = Arc::clone(&state.operations.notify);
     loop {
         if let Err(e) = run_pending(&state).await {
             tracing::error!(error = %e, "operations pass failed");
         }
-        tokio::select! {
-            _ = notify.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
-            _ = shutdown.changed() => {}
+        let kicked = tokio::select! {
+            _ = notify.notified() => true,
+            _ = tokio::time::sleep(poll) => false,
+            _ = shutdown.changed() => false,
+        };
+        if kicked && !coalesce.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(coalesce) => {}
+                _ = shutdown.changed() => {}
+            }
         }
         if *shutdown.borrow() {
             break;
@@ -81,28 +112,22 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
                 *newest = (*newest).max(op.id);
             }
         }
-        let mut progressed = false;
-        for op in batch {
-            let superseded = op.kind == OpKind::Resize
-                && op
-                    .nodegroup_id
-                    .and_then(|ng| newest_resize.get(&ng))
-                    .is_some_and(|newest| *newest > op.id);
-            let to = if superseded {
-                op_state::SUPERSEDED
-            } else {
-                op_state::RUNNING
-            };
-            if !state
-                .store
-                .transition_operation(op.id, op_state::PENDING, to, None)
-                .await?
-            {
-                continue; // another worker took it
-            }
-            progressed = true;
-            handled += 1;
-            if !superseded {
+        let (superseded, to_run): (Vec<Operation>, Vec<Operation>) =
+            batch.into_iter().partition(|op| {
+                op.kind == OpKind::Resize
+                    && op
+                        .nodegroup_id
+                        .and_then(|ng| newest_resize.get(&ng))
+                        .is_some_and(|newest| *newest > op.id)
+            });
+        // One transaction claims the whole batch; another worker may have taken some first.
+        let superseded: Vec<i64> = superseded.iter().map(|op| op.id).collect();
+        let run: Vec<i64> = to_run.iter().map(|op| op.id).collect();
+        let claim = state.store.claim_operations(&superseded, &run).await?;
+        let progressed = claim.superseded > 0 || !claim.running.is_empty();
+        handled += claim.superseded as usize + claim.running.len();
+        for op in to_run {
+            if claim.running.contains(&op.id) {
                 process(state, op).await?;
             }
         }

@@ -148,15 +148,16 @@ fn stats_and_quotas_answer_as_magnum_on_its_database() {
         .block_on(magnum_rs::store::Store::connect(&db))
         .expect("connect");
     for (p, limit) in [(&p1, 3), (&p2, 0)] {
-        rt.block_on(
+        rt.block_on(async {
             sqlx::query(
                 "INSERT INTO quotas (created_at, project_id, resource, hard_limit) \
                  VALUES (UTC_TIMESTAMP(), ?, 'Cluster', ?)",
             )
             .bind(p.clone())
             .bind(limit)
-            .execute(store.pool()),
-        )
+            .execute(&mut store.conn().await.expect("connection"))
+            .await
+        })
         .expect("insert quota");
     }
 

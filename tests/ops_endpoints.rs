@@ -267,10 +267,10 @@ async fn readyz_turns_unready_while_the_database_is_down() {
             .await
             .expect("connect to the dedicated MariaDB");
         sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-            .execute(admin.pool())
+            .execute(&mut admin.conn().await.expect("connection"))
             .await
             .expect("create database");
-        admin.pool().close().await;
+        admin.close().await;
     }
     let dir = tempfile::tempdir().expect("dir");
     let server = Server::start(&format!("{base}/{name}"), dir.path(), &[]);

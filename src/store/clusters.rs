@@ -32,7 +32,7 @@ impl Store {
         sql.push_str(tenancy_filter(tenancy, &mut binds));
         page.apply("cluster", &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(cluster_from_row).collect()
     }
@@ -53,7 +53,7 @@ impl Store {
         sql.push_str(tenancy_filter(tenancy, &mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(cluster_from_row).collect()
     }
@@ -112,7 +112,8 @@ impl Store {
             cols.join(", "),
             vec!["?"; cols.len()].join(", ")
         );
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         bind_all(sqlx::query(&sql), &binds)
             .execute(&mut *tx)
             .await?;
@@ -123,6 +124,7 @@ impl Store {
             insert_operation(&mut tx, op).await?;
         }
         tx.commit().await?;
+        conn.mark_clean();
         self.cluster_by_uuid(&c.uuid)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
@@ -133,13 +135,14 @@ impl Store {
         id: i64,
         changes: &[(&str, Bind)],
     ) -> Result<(), sqlx::Error> {
-        update_columns(self.pool(), "cluster", id, changes).await?;
+        update_columns(&mut self.conn().await?, "cluster", id, changes).await?;
         Ok(())
     }
 
     /// Removes a cluster and its nodegroups.
     pub async fn delete_cluster(&self, uuid: &str) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::query("DELETE FROM nodegroup WHERE cluster_id = ?")
             .bind(uuid.to_string())
             .execute(&mut *tx)
@@ -148,14 +151,16 @@ impl Store {
             .bind(uuid.to_string())
             .execute(&mut *tx)
             .await?;
-        tx.commit().await
+        tx.commit().await?;
+        conn.mark_clean();
+        Ok(())
     }
 
     /// Number of clusters of a project (the quota check).
     pub async fn count_project_clusters(&self, project_id: &str) -> Result<i64, sqlx::Error> {
         sqlx::query_scalar("SELECT COUNT(*) FROM cluster WHERE project_id = ?")
             .bind(project_id.to_string())
-            .fetch_one(self.pool())
+            .fetch_one(&mut self.conn().await?)
             .await
     }
 }

@@ -66,7 +66,7 @@ impl Store {
         };
         let n: i64 = sqlx::query_scalar(sql)
             .bind(table.to_string())
-            .fetch_one(self.pool())
+            .fetch_one(&mut self.conn().await?)
             .await?;
         Ok(n > 0)
     }
@@ -79,7 +79,7 @@ impl Store {
         let n: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM _sqlx_migrations WHERE version = 1 AND success = 1",
         )
-        .fetch_one(self.pool())
+        .fetch_one(&mut self.conn().await?)
         .await?;
         Ok(n > 0)
     }
@@ -97,7 +97,7 @@ impl Store {
             }
             let found: Option<String> =
                 sqlx::query_scalar("SELECT version_num FROM alembic_version")
-                    .fetch_optional(self.pool())
+                    .fetch_optional(&mut self.conn().await?)
                     .await?;
             let found = found.unwrap_or_default();
             if found != MAGNUM_ALEMBIC_HEAD {
@@ -105,10 +105,10 @@ impl Store {
             }
             MigrateOutcome::MagnumOwned
         } else {
-            tolerant(schema).run(self.pool()).await?;
+            tolerant(schema).run(&mut *self.conn().await?).await?;
             MigrateOutcome::OwnSchema
         };
-        tolerant(sidecar).run(self.pool()).await?;
+        tolerant(sidecar).run(&mut *self.conn().await?).await?;
         Ok(outcome)
     }
 }

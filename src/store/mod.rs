@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod nodegroups;
 pub mod operations;
 mod page;
+pub mod pool;
 pub mod quotas;
 pub mod services;
 mod stats;
@@ -19,11 +20,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::AnyPool;
+use sqlx::any::AnyConnectOptions;
 
 pub use columns::{is_cluster_column, is_nodegroup_column, is_template_column, iso8601};
 pub use page::{Page, SortDir};
+pub use pool::{Conn, Pool};
 
 /// Which SQL dialect is behind the pool; only DDL and a few statements depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,13 +36,25 @@ pub enum Dialect {
 /// The store: a pool and its dialect. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: AnyPool,
+    pool: Pool,
     dialect: Dialect,
 }
+
+/// How many connections a MySQL/MariaDB pool opens when `[database] max_pool_size` is not
+/// set (oslo.db's default, as Magnum has).
+pub const DEFAULT_MAX_POOL_SIZE: usize = 5;
+
+/// A SQLite database takes one writer at a time; a few connections let reads run beside it.
+const SQLITE_POOL_SIZE: usize = 4;
 
 impl Store {
     /// Connects to `url` (`sqlite://…` or `mysql://…`). A SQLite file is created when missing.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::connect_with(url, DEFAULT_MAX_POOL_SIZE).await
+    }
+
+    /// As [`Store::connect`], with at most `max_pool_size` MySQL connections.
+    pub async fn connect_with(url: &str, max_pool_size: usize) -> anyhow::Result<Self> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("sqlite:") {
             Dialect::Sqlite
@@ -56,38 +69,37 @@ impl Store {
             url.replacen("mariadb:", "mysql:", 1)
         };
         let options = AnyConnectOptions::from_str(&url).context("invalid database URL")?;
-        let max = if dialect == Dialect::Sqlite { 4 } else { 16 };
-        let pool = AnyPoolOptions::new()
-            .max_connections(max)
-            .acquire_timeout(Duration::from_secs(30))
-            // No `COM_PING`/`SELECT 1` before every statement (one extra round trip each, a
-            // quarter of a read's cost): a connection the server dropped fails its next
-            // statement and is then closed by the pool, as after any I/O error; idle ones are
-            // recycled after sqlx's idle timeout (10 minutes), well before MariaDB's `wait_timeout`.
-            .test_before_acquire(false)
-            .after_connect(move |conn, _| {
+        let max = if dialect == Dialect::Sqlite {
+            SQLITE_POOL_SIZE
+        } else {
+            max_pool_size
+        };
+        let after_connect: Option<pool::AfterConnect> = (dialect == Dialect::Sqlite).then(|| {
+            let f: pool::AfterConnect = std::sync::Arc::new(|conn| {
                 Box::pin(async move {
-                    if dialect == Dialect::Sqlite {
-                        // WAL lets readers run beside the writer; the busy timeout makes
-                        // concurrent writers wait for each other instead of failing.
-                        sqlx::query("PRAGMA journal_mode = WAL")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA busy_timeout = 30000")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
+                    // WAL lets readers run beside the writer; the busy timeout makes
+                    // concurrent writers wait for each other instead of failing.
+                    sqlx::Executor::execute(&mut *conn, "PRAGMA journal_mode = WAL").await?;
+                    sqlx::Executor::execute(&mut *conn, "PRAGMA busy_timeout = 30000").await?;
                     Ok(())
                 })
-            })
-            .connect_with(options)
+            });
+            f
+        });
+        let pool = Pool::connect(options, max, Duration::from_secs(30), after_connect)
             .await
             .context("cannot connect to the database")?;
         Ok(Store { pool, dialect })
     }
 
-    pub fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// A connection for statements (`&mut conn` is an executor).
+    pub async fn conn(&self) -> Result<Conn, sqlx::Error> {
+        self.pool.acquire().await
+    }
+
+    /// Closes the pool's connections.
+    pub async fn close(&self) {
+        self.pool.close().await;
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -96,7 +108,10 @@ impl Store {
 
     /// Whether the database answers (for readiness).
     pub async fn ping(&self) -> bool {
-        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+        match self.conn().await {
+            Ok(mut c) => sqlx::query("SELECT 1").execute(&mut c).await.is_ok(),
+            Err(_) => false,
+        }
     }
 }
 

@@ -92,7 +92,7 @@ impl Store {
         );
         let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(nodegroup_from_row).collect()
     }
@@ -122,7 +122,7 @@ impl Store {
         );
         let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         for row in &rows {
             let cluster_id = text_at(row, 0)?.unwrap_or_default();
@@ -162,7 +162,7 @@ impl Store {
         filter.apply(&mut sql, &mut binds);
         page.apply("nodegroup", &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(nodegroup_from_row).collect()
     }
@@ -183,7 +183,7 @@ impl Store {
         filter.apply(&mut sql, &mut binds);
         sql.push_str(" ORDER BY t.id LIMIT 1");
         let row = bind_all(sqlx::query(&sql), &binds)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(nodegroup_from_row).transpose()
     }
@@ -195,14 +195,15 @@ impl Store {
         );
         let row = sqlx::query(&sql)
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(nodegroup_from_row).transpose()
     }
 
     pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.conn().await?;
         insert_nodegroup_on(&mut conn, ng, &now()).await?;
+        conn.mark_clean();
         drop(conn);
         self.find_nodegroup(
             &ng.cluster_id,
@@ -219,14 +220,14 @@ impl Store {
         id: i64,
         changes: &[(&str, Bind)],
     ) -> Result<(), sqlx::Error> {
-        update_columns(self.pool(), "nodegroup", id, changes).await?;
+        update_columns(&mut self.conn().await?, "nodegroup", id, changes).await?;
         Ok(())
     }
 
     pub async fn delete_nodegroup(&self, id: i64) -> Result<(), sqlx::Error> {
         sqlx::query("DELETE FROM nodegroup WHERE id = ?")
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut self.conn().await?)
             .await?;
         Ok(())
     }

@@ -151,6 +151,13 @@ impl Batch {
     }
 }
 
+/// What [`Store::claim_operations`] took: how many ended superseded, which now run.
+#[derive(Debug, Default)]
+pub struct Claim {
+    pub superseded: u64,
+    pub running: Vec<i64>,
+}
+
 const OP_INSERT: &str = "INSERT INTO magnum_rs_operation \
     (kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, created_at) \
     VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)";
@@ -224,7 +231,8 @@ impl Store {
     /// Runs a batch in one transaction. False (and nothing written) when a transition found
     /// its operation in another state.
     pub async fn commit(&self, batch: Batch) -> Result<bool, sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let created = now();
         let mut inserted_ng: Option<i64> = None;
         for step in batch.steps {
@@ -255,6 +263,7 @@ impl Store {
             }
         }
         tx.commit().await?;
+        conn.mark_clean();
         Ok(true)
     }
 
@@ -277,7 +286,8 @@ impl Store {
         mut op: NewOperation,
     ) -> Result<i64, sqlx::Error> {
         let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let written_at = now();
         let matched = sqlx::query(
             "UPDATE nodegroup SET node_count = ?, status = ?, updated_at = ? \
@@ -333,6 +343,7 @@ impl Store {
         op.new_count = Some(new_count);
         insert_operation(&mut tx, &op).await?;
         tx.commit().await?;
+        conn.mark_clean();
         Ok(old)
     }
 
@@ -346,7 +357,7 @@ impl Store {
                  FROM magnum_rs_operation WHERE state = ?",
             )
             .bind(state)
-            .fetch_one(self.pool())
+            .fetch_one(&mut self.conn().await?)
             .await?;
             let count: i64 = row.try_get("n")?;
             let oldest: Option<String> = row.try_get("oldest")?;
@@ -376,7 +387,7 @@ impl Store {
         let rows = sqlx::query(&sql)
             .bind(op_state::PENDING)
             .bind(limit)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(operation_from_row).collect()
     }
@@ -390,7 +401,7 @@ impl Store {
         );
         let rows = sqlx::query(&sql)
             .bind(cluster_uuid.to_string())
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(operation_from_row).collect()
     }
@@ -409,9 +420,48 @@ impl Store {
         .bind(op_state::PENDING)
         .bind(op_state::RUNNING)
         .bind(except)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut self.conn().await?)
         .await?;
         Ok(found.is_some())
+    }
+
+    /// Claims pending operations in one transaction: those in `supersede` end superseded,
+    /// those in `run` become running. An operation another worker moved first is left alone
+    /// and not in the result.
+    pub async fn claim_operations(
+        &self,
+        supersede: &[i64],
+        run: &[i64],
+    ) -> Result<Claim, sqlx::Error> {
+        let mut claim = Claim::default();
+        if supersede.is_empty() && run.is_empty() {
+            return Ok(claim);
+        }
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        if !supersede.is_empty() {
+            let marks = vec!["?"; supersede.len()].join(", ");
+            let sql = format!(
+                "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
+                 WHERE state = ? AND id IN ({marks})"
+            );
+            let mut q = sqlx::query(&sql)
+                .bind(op_state::SUPERSEDED)
+                .bind(now())
+                .bind(op_state::PENDING);
+            for id in supersede {
+                q = q.bind(*id);
+            }
+            claim.superseded = q.execute(&mut *tx).await?.rows_affected();
+        }
+        for id in run {
+            if transition_on(&mut tx, *id, op_state::PENDING, op_state::RUNNING, None).await? {
+                claim.running.push(*id);
+            }
+        }
+        tx.commit().await?;
+        conn.mark_clean();
+        Ok(claim)
     }
 
     /// Moves an operation from `from` to `to`; false when another worker moved it first.
@@ -422,8 +472,10 @@ impl Store {
         to: &str,
         error: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
-        let mut conn = self.pool().acquire().await?;
-        transition_on(&mut conn, id, from, to, error).await
+        let mut conn = self.conn().await?;
+        let moved = transition_on(&mut conn, id, from, to, error).await?;
+        conn.mark_clean();
+        Ok(moved)
     }
 
     /// Marks earlier pending resizes of a nodegroup superseded by operation `latest`.
@@ -441,7 +493,7 @@ impl Store {
         .bind(nodegroup_id)
         .bind(op_state::PENDING)
         .bind(latest)
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await?;
         Ok(r.rows_affected())
     }
@@ -452,7 +504,7 @@ impl Store {
         let r = sqlx::query("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
             .bind(op_state::PENDING)
             .bind(op_state::RUNNING)
-            .execute(self.pool())
+            .execute(&mut self.conn().await?)
             .await?;
         Ok(r.rows_affected())
     }
@@ -472,7 +524,7 @@ impl Store {
         .bind(now())
         .bind(nodegroup_id)
         .bind(failed_count)
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await?;
         Ok(r.rows_affected() == 1)
     }

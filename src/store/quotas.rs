@@ -69,7 +69,7 @@ impl Store {
         }
         page.apply("quotas", &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(quota_from_row).collect()
     }
@@ -77,7 +77,7 @@ impl Store {
     pub async fn quota_by_id(&self, id: i64) -> Result<Option<Quota>, sqlx::Error> {
         let row = sqlx::query(&format!("{SELECT} WHERE t.id = ?"))
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(quota_from_row).transpose()
     }
@@ -93,7 +93,7 @@ impl Store {
         ))
         .bind(project_id.to_string())
         .bind(resource.to_string())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut self.conn().await?)
         .await?;
         row.as_ref().map(quota_from_row).transpose()
     }
@@ -113,7 +113,7 @@ impl Store {
         .bind(project_id.to_string())
         .bind(resource.to_string())
         .bind(hard_limit)
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await;
         match inserted {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
@@ -141,7 +141,7 @@ impl Store {
         .bind(now())
         .bind(project_id.to_string())
         .bind(resource.to_string())
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(QuotaWriteError::Missing);
@@ -160,7 +160,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM quotas WHERE project_id = ? AND resource = ?")
             .bind(project_id.to_string())
             .bind(resource.to_string())
-            .execute(self.pool())
+            .execute(&mut self.conn().await?)
             .await?;
         if done.rows_affected() == 0 {
             return Err(QuotaWriteError::Missing);

@@ -48,7 +48,7 @@ impl Store {
     /// Every service row, by id.
     pub async fn list_services(&self) -> Result<Vec<MagnumService>, sqlx::Error> {
         let rows = sqlx::query(&format!("{SELECT} ORDER BY t.id ASC"))
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(service_from_row).collect()
     }
@@ -74,7 +74,7 @@ impl Store {
         .bind(false)
         .bind(t)
         .bind(false)
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await;
         match inserted {
             // Another process with the same host name inserted it first: count this report.
@@ -95,7 +95,7 @@ impl Store {
         .bind(t)
         .bind(host.to_string())
         .bind(binary.to_string())
-        .execute(self.pool())
+        .execute(&mut self.conn().await?)
         .await?;
         Ok(done.rows_affected() > 0)
     }

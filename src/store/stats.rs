@@ -10,22 +10,22 @@ impl Store {
             Some(p) => {
                 let c = sqlx::query_scalar("SELECT COUNT(*) FROM cluster WHERE project_id = ?")
                     .bind(p.to_string())
-                    .fetch_one(self.pool())
+                    .fetch_one(&mut self.conn().await?)
                     .await?;
                 let n = sqlx::query_scalar(
                     "SELECT CAST(SUM(node_count) AS SIGNED) FROM nodegroup WHERE project_id = ?",
                 )
                 .bind(p.to_string())
-                .fetch_one(self.pool())
+                .fetch_one(&mut self.conn().await?)
                 .await?;
                 (c, n)
             }
             None => {
                 let c = sqlx::query_scalar("SELECT COUNT(*) FROM cluster")
-                    .fetch_one(self.pool())
+                    .fetch_one(&mut self.conn().await?)
                     .await?;
                 let n = sqlx::query_scalar("SELECT CAST(SUM(node_count) AS SIGNED) FROM nodegroup")
-                    .fetch_one(self.pool())
+                    .fetch_one(&mut self.conn().await?)
                     .await?;
                 (c, n)
             }

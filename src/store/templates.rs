@@ -48,7 +48,7 @@ impl Store {
         sql.push_str(&scope.filter(&mut binds));
         page.apply("cluster_template", &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(template_from_row).collect()
     }
@@ -69,7 +69,7 @@ impl Store {
         sql.push_str(&scope.filter(&mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");
         let rows = bind_all(sqlx::query(&sql), &binds)
-            .fetch_all(self.pool())
+            .fetch_all(&mut self.conn().await?)
             .await?;
         rows.iter().map(template_from_row).collect()
     }
@@ -86,7 +86,7 @@ impl Store {
         );
         let row = sqlx::query(&sql)
             .bind(uuid.to_string())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(template_from_row).transpose()
     }
@@ -104,7 +104,7 @@ impl Store {
              FROM cluster_template t WHERE t.uuid = ?",
         )
         .bind(uuid.to_string())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut self.conn().await?)
         .await?;
         let Some(row) = row else { return Ok(None) };
         Ok(Some(ClusterTemplate {
@@ -125,7 +125,7 @@ impl Store {
     ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, sqlx::Error> {
         let row = sqlx::query("SELECT t.labels AS labels FROM cluster_template t WHERE t.uuid = ?")
             .bind(uuid.to_string())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut self.conn().await?)
             .await?;
         let Some(row) = row else { return Ok(None) };
         Ok(match text_at(&row, 0)?.map(|t| serde_json::from_str(&t)) {
@@ -151,7 +151,7 @@ impl Store {
             vec!["?"; cols.len()].join(", ")
         );
         bind_all(sqlx::query(&sql), &binds)
-            .execute(self.pool())
+            .execute(&mut self.conn().await?)
             .await?;
         self.template_by_uuid(&t.uuid)
             .await?
@@ -166,14 +166,14 @@ impl Store {
             .map(|(c, _)| *c)
             .filter(|c| !matches!(*c, "id" | "created_at" | "updated_at"));
         let changes: Vec<(&str, Bind)> = cols.zip(binds).collect();
-        update_columns(self.pool(), "cluster_template", t.id, &changes).await?;
+        update_columns(&mut self.conn().await?, "cluster_template", t.id, &changes).await?;
         Ok(())
     }
 
     pub async fn delete_template(&self, id: i64) -> Result<(), sqlx::Error> {
         sqlx::query("DELETE FROM cluster_template WHERE id = ?")
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut self.conn().await?)
             .await?;
         Ok(())
     }
@@ -183,7 +183,7 @@ impl Store {
         let n: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM cluster WHERE cluster_template_id = ?")
                 .bind(uuid.to_string())
-                .fetch_one(self.pool())
+                .fetch_one(&mut self.conn().await?)
                 .await?;
         Ok(n)
     }

@@ -40,10 +40,10 @@ pub async fn fresh_database() -> TestDb {
                 .await
                 .expect("connect to MariaDB");
             sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-                .execute(admin.pool())
+                .execute(&mut admin.conn().await.expect("connection"))
                 .await
                 .expect("create test database");
-            admin.pool().close().await;
+            admin.close().await;
             TestDb {
                 url: format!("{base}/{name}"),
                 _dir: None,

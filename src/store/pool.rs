@@ -1,0 +1,346 @@
+//! A small connection pool over sqlx's `AnyConnection`.
+//!
+//! sqlx's own pool sends a `COM_PING` (a full round trip) every time a connection goes back
+//! to it, that is after every statement run on the pool: on the benchmark's reads a third of
+//! the server's round trips to MariaDB. This pool returns a connection without a round trip
+//! when its last use ended cleanly, and checks it (a ping, which also flushes a rollback sqlx
+//! queued for a dropped transaction and drains rows a dropped query left unread) before its
+//! next use otherwise: after an error, a cancelled statement, raw access through
+//! `DerefMut`, or a long idle time. A connection whose statement failed with an I/O or
+//! protocol error is closed, and then every idle connection is checked before reuse (a
+//! restarted database server cut them all).
+
+use std::ops::{Deref, DerefMut};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt as _, Stream, StreamExt as _};
+use sqlx::any::{AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo};
+use sqlx::{Any, AnyConnection, ConnectOptions as _, Connection as _, Either, Execute};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// An idle connection is checked before reuse after this long (MariaDB's `wait_timeout`
+/// or a firewall may have dropped it meanwhile).
+const CHECK_AFTER_IDLE: Duration = Duration::from_secs(30);
+
+/// Runs on every new connection (SQLite's pragmas).
+pub type AfterConnect =
+    Arc<dyn Fn(&mut AnyConnection) -> BoxFuture<'_, Result<(), sqlx::Error>> + Send + Sync>;
+
+#[derive(Clone)]
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("max_connections", &self.shared.max)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    options: AnyConnectOptions,
+    after_connect: Option<AfterConnect>,
+    idle: Mutex<Vec<Idle>>,
+    permits: Arc<Semaphore>,
+    max: usize,
+    acquire_timeout: Duration,
+}
+
+struct Idle {
+    conn: AnyConnection,
+    /// The last use ended cleanly: reusable without a round trip.
+    clean: bool,
+    since: Instant,
+}
+
+impl Pool {
+    /// Opens one connection at once, so that a wrong URL or password fails here.
+    pub async fn connect(
+        options: AnyConnectOptions,
+        max: usize,
+        acquire_timeout: Duration,
+        after_connect: Option<AfterConnect>,
+    ) -> Result<Pool, sqlx::Error> {
+        let max = max.max(1);
+        let pool = Pool {
+            shared: Arc::new(Shared {
+                options,
+                after_connect,
+                idle: Mutex::new(Vec::with_capacity(max)),
+                permits: Arc::new(Semaphore::new(max)),
+                max,
+                acquire_timeout,
+            }),
+        };
+        let first = pool.open().await?;
+        pool.shared.idle_list().push(Idle {
+            conn: first,
+            clean: true,
+            since: Instant::now(),
+        });
+        Ok(pool)
+    }
+
+    async fn open(&self) -> Result<AnyConnection, sqlx::Error> {
+        let mut conn = self.shared.options.connect().await?;
+        if let Some(after) = &self.shared.after_connect {
+            after(&mut conn).await?;
+        }
+        Ok(conn)
+    }
+
+    /// A connection for one or more statements; back to the pool when dropped.
+    pub async fn acquire(&self) -> Result<Conn, sqlx::Error> {
+        let permits = Arc::clone(&self.shared.permits);
+        let permit = tokio::time::timeout(self.shared.acquire_timeout, permits.acquire_owned())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        loop {
+            let idle = self.shared.idle_list().pop();
+            let conn = match idle {
+                None => self.open().await?,
+                Some(idle) if idle.clean && idle.since.elapsed() < CHECK_AFTER_IDLE => idle.conn,
+                Some(mut idle) => match idle.conn.ping().await {
+                    Ok(()) => idle.conn,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "dropping a pooled connection that failed its check");
+                        continue;
+                    }
+                },
+            };
+            return Ok(Conn {
+                conn: Some(conn),
+                clean: true,
+                broken: false,
+                shared: Arc::clone(&self.shared),
+                _permit: permit,
+            });
+        }
+    }
+
+    /// Closes the idle connections and refuses new acquisitions.
+    pub async fn close(&self) {
+        self.shared.permits.close();
+        let idle: Vec<Idle> = std::mem::take(&mut *self.shared.idle_list());
+        for i in idle {
+            let _ = i.conn.close().await;
+        }
+    }
+}
+
+impl Shared {
+    fn idle_list(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        // A panic while the lock was held cannot leave the list inconsistent (push/pop).
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A connection out of the [`Pool`]. Statements run through `&mut Conn` keep track of
+/// whether the connection ended cleanly; raw access through `DerefMut` (transactions,
+/// migrations) has it checked before its next use unless [`Conn::mark_clean`] follows.
+pub struct Conn {
+    conn: Option<AnyConnection>,
+    clean: bool,
+    broken: bool,
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("clean", &self.clean).finish()
+    }
+}
+
+impl Conn {
+    /// After a transaction committed through raw access: the connection is reusable as is.
+    pub fn mark_clean(&mut self) {
+        self.clean = true;
+    }
+
+    fn parts(&mut self) -> (&mut AnyConnection, Outcome<'_>) {
+        self.clean = false;
+        let conn = self.conn.as_mut().expect("connection present until drop");
+        (
+            conn,
+            Outcome {
+                clean: &mut self.clean,
+                broken: &mut self.broken,
+            },
+        )
+    }
+}
+
+impl Deref for Conn {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        self.conn.as_ref().expect("connection present until drop")
+    }
+}
+
+impl DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        self.clean = false;
+        self.conn.as_mut().expect("connection present until drop")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        if self.shared.permits.is_closed() {
+            return; // the pool is closed: the connection goes with this guard
+        }
+        let mut idle = self.shared.idle_list();
+        if self.broken {
+            // The server or the network cut this one; the idle ones may be cut as well.
+            for i in idle.iter_mut() {
+                i.clean = false;
+            }
+            return;
+        }
+        idle.push(Idle {
+            conn,
+            clean: self.clean,
+            since: Instant::now(),
+        });
+    }
+}
+
+/// Where a statement reports how it ended.
+struct Outcome<'a> {
+    clean: &'a mut bool,
+    broken: &'a mut bool,
+}
+
+impl Outcome<'_> {
+    fn record<T>(&mut self, r: &Result<T, sqlx::Error>) {
+        match r {
+            Ok(_) => *self.clean = true,
+            Err(e) => {
+                *self.clean = false;
+                *self.broken |= matches!(
+                    e,
+                    sqlx::Error::Io(_)
+                        | sqlx::Error::Tls(_)
+                        | sqlx::Error::Protocol(_)
+                        | sqlx::Error::WorkerCrashed
+                );
+            }
+        }
+    }
+}
+
+/// A statement's result stream that records whether it was read to its end without error.
+struct Tracked<'e, S> {
+    inner: S,
+    outcome: Outcome<'e>,
+    failed: bool,
+}
+
+impl<S, T> Stream for Tracked<'_, S>
+where
+    S: Stream<Item = Result<T, sqlx::Error>> + Unpin,
+{
+    type Item = Result<T, sqlx::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let item = this.inner.poll_next_unpin(cx);
+        match &item {
+            Poll::Ready(Some(Err(e))) => {
+                this.failed = true;
+                let r: Result<(), sqlx::Error> = Err(clone_kind(e));
+                this.outcome.record(&r);
+            }
+            Poll::Ready(None) if !this.failed => *this.outcome.clean = true,
+            _ => {}
+        }
+        item
+    }
+}
+
+/// Enough of an error to classify it (sqlx's errors are not `Clone`).
+fn clone_kind(e: &sqlx::Error) -> sqlx::Error {
+    match e {
+        sqlx::Error::Io(io) => sqlx::Error::Io(std::io::Error::new(io.kind(), "i/o")),
+        sqlx::Error::Tls(_) => sqlx::Error::Tls("tls".into()),
+        sqlx::Error::Protocol(p) => sqlx::Error::Protocol(p.clone()),
+        sqlx::Error::WorkerCrashed => sqlx::Error::WorkerCrashed,
+        _ => sqlx::Error::RowNotFound,
+    }
+}
+
+impl<'c> sqlx::Executor<'c> for &'c mut Conn {
+    type Database = Any;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        let (conn, outcome) = self.parts();
+        Tracked {
+            inner: conn.fetch_many(query),
+            outcome,
+            failed: false,
+        }
+        .boxed()
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<AnyRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        let (conn, mut outcome) = self.parts();
+        async move {
+            let r = conn.fetch_optional(query).await;
+            outcome.record(&r);
+            r
+        }
+        .boxed()
+    }
+
+    fn prepare_with<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+        parameters: &'e [AnyTypeInfo],
+    ) -> BoxFuture<'e, Result<AnyStatement<'q>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        let (conn, mut outcome) = self.parts();
+        async move {
+            let r = conn.prepare_with(sql, parameters).await;
+            outcome.record(&r);
+            r
+        }
+        .boxed()
+    }
+
+    fn describe<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+    ) -> BoxFuture<'e, Result<sqlx::Describe<Any>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        let (conn, _) = self.parts();
+        conn.describe(sql)
+    }
+}
