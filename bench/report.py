@@ -201,13 +201,13 @@ def main():
       "talking to any Kubernetes). The real Magnum casts the resize to a conductor over "
       "oslo.messaging's `fake://` transport, where it vanishes (its 202 writes nothing). "
       "So magnum-rs does more database work per resize than the real Magnum API here: "
-      "the API's own reads and transaction (statements below), then the operations "
-      "worker's completion of the record in the same process while the load runs: its "
-      "claim of the record (one autocommitted write), three reads, one probe for other "
-      "open operations of the cluster, and one transaction that writes the nodegroup, the "
-      "cluster and the end of the operation (about 10 statements and 2 commits per "
-      "resize; at 32 connections a batch's older resizes of the nodegroup are superseded "
-      "with one write each).")
+      "the API's own reads and transaction (one fsynced commit per 202; statements "
+      "below), then the operations worker's work in the same process while the load runs: "
+      "woken by a 202, it waits `[operations] coalesce_ms` (20 ms), claims what was "
+      "recorded meanwhile in one transaction (of several resizes of one nodegroup only the "
+      "newest runs, the older ones end superseded), reads what the driver needs and "
+      "completes each running operation in one transaction with the nodegroup and the "
+      "cluster: about two commits per pass instead of two per resize.")
     w("")
 
     # ---- summary tables ---------------------------------------------------------------
@@ -273,6 +273,39 @@ def main():
             missed["rss"])
     all_err = sum(errors(r) for r in rows.values())
     w("- Errors over all %d rows: **%d**." % (len(rows), all_err))
+    w("")
+
+    # ---- CPU per request -----------------------------------------------------------------
+    nproc = int(meta.get("nproc", "2") or 2)
+    w("## Where the CPU goes (the profile behind the latency at %d connections)" % max(conns))
+    w("")
+    w("CPU time per completed request during each row: the server process (for the shipped "
+      "Magnum with its reaped per-connection children), MariaDB (`mariadbd`; for magnum-rs "
+      "on SQLite the database work is inside the server) and the load generator, from "
+      "`/proc/PID/stat` and bash's `time` around wrk. With all three on %d cores, "
+      "**ceiling** = %d cores ÷ total CPU per request is the most requests/s the machine "
+      "can serve, and by Little's law the **mean** latency at c connections cannot be "
+      "below c ÷ ceiling; p99 is above the mean." % (nproc, nproc))
+    w("")
+    w("| N | route | conns | server | req/s | server µs | MariaDB µs | wrk µs | total µs | "
+      "ceiling req/s | mean ≥ ms | p50 ms | p99 ms |")
+    w("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        for route, _ in ROUTES:
+            for c in conns:
+                for server, _ in SERVERS:
+                    r, s_ = get(n, server, route, c), rss_of(n, server, route, c)
+                    if not r or not s_ or "cpu_server_s" not in s_ or not r["requests"]:
+                        continue
+                    per = lambda v: None if v is None else v * 1e6 / r["requests"]  # noqa: E731
+                    srv, db, wk = per(s_["cpu_server_s"]), per(s_["cpu_db_s"]), per(s_.get("cpu_wrk_s"))
+                    total = sum(v for v in (srv, db, wk) if v is not None)
+                    ceil = nproc * 1e6 / total if total else None
+                    f0 = lambda v: "–" if v is None else "{:,.0f}".format(v)  # noqa: E731
+                    w("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                        n, route, c, server, fmt_rps(r["rps"]), f0(srv), f0(db), f0(wk),
+                        f0(total), fmt_rps(ceil), fmt_ms(c * 1000.0 / ceil) if ceil else "–",
+                        fmt_ms(r["p50_ms"]), fmt_ms(r["p99_ms"])))
     w("")
 
     # ---- cost growth ------------------------------------------------------------------

@@ -136,6 +136,16 @@ stop_rs() {  # stop_rs [PID] (default: the last started)
 HDR=(-H "X-Project-Id: $PROJECT" -H "X-User-Id: u-demo" -H "X-Roles: reader,member"
      -H "OpenStack-API-Version: container-infra latest" -H "Accept: application/json")
 
+CLK_TCK="$(getconf CLK_TCK)"
+# cpu_ticks PID: user + system time of PID and its reaped children, in clock ticks (0: none).
+cpu_ticks() {
+  local f
+  [[ "$1" != 0 && -r "/proc/$1/stat" ]] || { echo 0; return; }
+  # Fields after the parenthesised command name: utime is the 12th, then stime, cutime, cstime.
+  f="$(sed 's/^.*) //' "/proc/$1/stat")"
+  awk '{print $12 + $13 + $14 + $15}' <<<"$f"
+}
+
 # run_row TAG PID CHILDREN(0|1) METHOD URL SECONDS CONNS [OUT]
 run_row() {
   local tag="$1" pid="$2" children="$3" method="$4" url="$5" secs="$6" conns="$7"
@@ -146,20 +156,32 @@ run_row() {
   python3 "$HERE/rss.py" "$pid" "${cflag[@]}" --ready "$ready" </dev/null >"$rss_out" &
   sampler=$!
   for _ in $(seq 1 100); do [[ -e "$ready" ]] && break; sleep 0.02; done
-  BENCH_OUT="$out" BENCH_TAG="$tag" BENCH_METHOD="$method" BENCH_COUNTS="2,3" \
+  # CPU time (clock ticks) of the server (with its reaped children: werkzeug's forks) and
+  # of MariaDB during the row, and wrk's own (bash's `time`): where each request's CPU goes.
+  local db_pid cpu0_srv cpu0_db cpu1_srv cpu1_db wrk_cpu
+  db_pid="$(cat "$CACHE/mariadb.run/mariadb.pid" 2>/dev/null || echo 0)"
+  cpu0_srv="$(cpu_ticks "$pid")"; cpu0_db="$(cpu_ticks "$db_pid")"
+  wrk_cpu="$( { TIMEFORMAT='%U %S'; time BENCH_OUT="$out" BENCH_TAG="$tag" BENCH_METHOD="$method" BENCH_COUNTS="2,3" \
     wrk -t1 -c"$conns" -d"${secs}s" --timeout 30s -s "$HERE/wrk.lua" "${HDR[@]}" "$url" \
-    </dev/null >"$WORK/wrk.last.out" 2>&1 || { say "wrk failed for $tag:"; cat "$WORK/wrk.last.out" >&2; }
+    </dev/null >"$WORK/wrk.last.out" 2>&1 || { say "wrk failed for $tag:"; cat "$WORK/wrk.last.out" >&2; }; } 2>&1 | tail -n1)"
+  cpu1_srv="$(cpu_ticks "$pid")"; cpu1_db="$(cpu_ticks "$db_pid")"
   kill -TERM "$sampler" 2>/dev/null || true
   wait "$sampler" 2>/dev/null || true
   if [[ "$out" == "$ROWS" ]]; then
-    python3 - "$tag" "$load1" "$rss_out" "$secs" >>"$RSS" <<'PY'
+    python3 - "$tag" "$load1" "$rss_out" "$secs" "$((cpu1_srv - cpu0_srv))" "$((cpu1_db - cpu0_db))" \
+      "$wrk_cpu" "$CLK_TCK" >>"$RSS" <<'PY'
 import json, sys
-tag, load1, path, secs = sys.argv[1:5]
+tag, load1, path, secs, srv, db, wrk, tck = sys.argv[1:9]
 try:
     d = json.load(open(path))
 except Exception:
     d = {}
-d.update(tag=tag, load1=float(load1), duration_s=float(secs))
+try:
+    wrk_s = sum(float(x) for x in wrk.split())
+except ValueError:
+    wrk_s = None
+d.update(tag=tag, load1=float(load1), duration_s=float(secs),
+         cpu_server_s=int(srv) / float(tck), cpu_db_s=int(db) / float(tck), cpu_wrk_s=wrk_s)
 print(json.dumps(d))
 PY
   fi
