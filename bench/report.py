@@ -191,9 +191,10 @@ def main():
     w("- **Errors** = non-2xx responses (counted in wrk's `response()` hook) + socket "
       "errors (connect/read/write/timeout). None is dropped from the counts.")
     w("- **Peak RSS** = VmHWM of the server process during the row (`bench/rss.py` resets "
-      "it through `/proc/PID/clear_refs` before the row and samples every 10 ms). For "
-      "the shipped Magnum: parent / highest child, and how many per-connection children "
-      "were seen (werkzeug forks one per TCP connection; Magnum answers `Connection: "
+      "it through `/proc/PID/clear_refs` before the row and reads it when the row ends; "
+      "since 2026-12-03 it no longer polls single-process servers every 10 ms, which took "
+      "CPU from them). For the shipped Magnum, sampled every 10 ms: parent / highest "
+      "child, and how many per-connection children were seen (werkzeug forks one per TCP connection; Magnum answers `Connection: "
       "close`, so one per request).")
     w("- **Drivers**: magnum-rs has no management cluster configured, so its ClusterAPI "
       "driver **records the resize operations only** (the 202 commits the new count and a "

@@ -4,8 +4,9 @@
     python3 rss.py PID --quiesce [--max 90]
 
 Resets the peak of PID first (`echo 5 > /proc/PID/clear_refs`, Linux >= 4.0), so VmHWM then
-is the peak since this sampler started, i.e. during one benchmark row.  Samples until
-SIGTERM/SIGINT, then prints one JSON line:
+is the peak since this sampler started, i.e. during one benchmark row.  Without --children
+it then only waits for SIGTERM/SIGINT and reads VmHWM once (the kernel keeps the peak);
+with --children it samples every interval.  Then it prints one JSON line:
 
     {"root_hwm_kb": .., "root_rss_kb": .., "child_hwm_kb": .., "children_seen": ..,
      "reset": true|false, "samples": ..}
@@ -119,13 +120,22 @@ def main():
             f.write("5")
     except OSError:
         reset = False
+    if not a.children:
+        # One process: the kernel keeps its peak (VmHWM) itself, so it is read once when the
+        # row ends; polling every 10 ms would only take CPU from the server being measured.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        if a.ready:
+            open(a.ready, "w").close()
+        signal.sigwait({signal.SIGTERM, signal.SIGINT})
+        h, r = status_kb(a.pid, "VmHWM:"), status_kb(a.pid, "VmRSS:")
+        print(json.dumps({"root_hwm_kb": h or 0, "root_rss_kb": r or 0, "child_hwm_kb": 0,
+                          "children_seen": 0, "reset": reset, "samples": 1}))
+        return 0
     if a.ready:
         open(a.ready, "w").close()
     root_hwm = root_rss = child_hwm = 0
     seen = set()
     samples = 0
-    # Only the threaded servers have more than one task; reading the children of every
-    # task of magnum-rs's runtime threads each 10 ms would be wasted work.
     while True:
         samples += 1
         h = status_kb(a.pid, "VmHWM:")
