@@ -144,6 +144,49 @@ async fn acquiring_beyond_the_pool_size_waits_and_times_out() {
     assert!(matches!(pool.acquire().await, Err(sqlx::Error::PoolClosed)));
 }
 
+/// A statement cancelled part-way (its future dropped after it was sent, as when a client
+/// hangs up mid-request) leaves the connection in a state sqlx cannot always recover from:
+/// the pool closes that connection, and the next statement runs on a fresh one at once.
+#[tokio::test]
+async fn a_connection_whose_statement_was_cancelled_is_closed_not_reused() {
+    let db = common::fresh_database().await;
+    let store = Store::connect_with(&db.url, 1).await.expect("connect");
+    mark_connection(&store, &db.url).await;
+    let mut cancelled = false;
+    for i in 0..20 {
+        let mut c = store.conn().await.expect("connection");
+        // A new statement text each time: not in the connection's statement cache, so it
+        // is prepared first, the step sqlx's MySQL connection cannot resume.
+        let sql = format!("SELECT COUNT(*) + {i} FROM pool_marker");
+        let statement = sqlx::query_scalar::<_, i64>(&sql).fetch_one(&mut c);
+        // One poll sends it; dropping it then cancels it part-way.
+        if futures::FutureExt::now_or_never(statement).is_none() {
+            cancelled = true;
+            break;
+        }
+    }
+    assert!(
+        cancelled,
+        "no statement was still running after its first poll"
+    );
+    let next = tokio::time::timeout(Duration::from_secs(10), on_marked_connection(&store))
+        .await
+        .expect("the next statement does not hang");
+    assert!(
+        !next,
+        "the cancelled statement's connection was handed out again"
+    );
+    let one: i64 = tokio::time::timeout(
+        Duration::from_secs(10),
+        sqlx::query_scalar("SELECT 1").fetch_one(&mut store.conn().await.expect("connection")),
+    )
+    .await
+    .expect("no hang")
+    .expect("a fresh connection answers");
+    assert_eq!(one, 1);
+    store.close().await;
+}
+
 /// A connection the server killed while idle fails the one statement that finds it so; it
 /// is then closed, and the next statement gets a working connection.
 #[tokio::test]

@@ -257,6 +257,7 @@ impl Store {
                 Step::Transition { id, from, to } => {
                     if !transition_on(&mut tx, id, from, to, None).await? {
                         tx.rollback().await?;
+                        conn.mark_clean();
                         return Ok(false);
                     }
                 }

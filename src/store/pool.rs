@@ -9,6 +9,13 @@
 //! `DerefMut`, or a long idle time. A connection whose statement failed with an I/O or
 //! protocol error is closed, and then every idle connection is checked before reuse (a
 //! restarted database server cut them all).
+//!
+//! A connection whose statement was cancelled part-way (its future or stream dropped before
+//! the end: a client that hung up, a timeout) is closed, never reused. sqlx's MySQL
+//! connection cannot always recover from that: dropped between sending a prepare and
+//! executing it, or between a packet's header and its body, it waits for a reply that never
+//! comes, and the next statement on it (the check included) hangs for good. The check
+//! itself is bounded by [`CHECK_TIMEOUT`] as well.
 
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
@@ -26,6 +33,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// An idle connection is checked before reuse after this long (MariaDB's `wait_timeout`
 /// or a firewall may have dropped it meanwhile).
 const CHECK_AFTER_IDLE: Duration = Duration::from_secs(30);
+
+/// A check (ping) that takes longer than this closes the connection instead.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Closing a connection (`COM_QUIT`) at pool close waits at most this long.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Runs on every new connection (SQLite's pragmas).
 pub type AfterConnect =
@@ -108,17 +121,27 @@ impl Pool {
             let conn = match idle {
                 None => self.open().await?,
                 Some(idle) if idle.clean && idle.since.elapsed() < CHECK_AFTER_IDLE => idle.conn,
-                Some(mut idle) => match idle.conn.ping().await {
-                    Ok(()) => idle.conn,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "dropping a pooled connection that failed its check");
-                        continue;
+                Some(mut idle) => {
+                    match tokio::time::timeout(CHECK_TIMEOUT, idle.conn.ping()).await {
+                        Ok(Ok(())) => idle.conn,
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "dropping a pooled connection that failed its check");
+                            continue;
+                        }
+                        Err(_) => {
+                            tracing::warn!(
+                                "dropping a pooled connection that did not answer its check within {}s",
+                                CHECK_TIMEOUT.as_secs()
+                            );
+                            continue;
+                        }
                     }
-                },
+                }
             };
             return Ok(Conn {
                 conn: Some(conn),
                 clean: true,
+                in_flight: false,
                 broken: false,
                 shared: Arc::clone(&self.shared),
                 _permit: permit,
@@ -131,7 +154,7 @@ impl Pool {
         self.shared.permits.close();
         let idle: Vec<Idle> = std::mem::take(&mut *self.shared.idle_list());
         for i in idle {
-            let _ = i.conn.close().await;
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, i.conn.close()).await;
         }
     }
 }
@@ -149,6 +172,9 @@ impl Shared {
 pub struct Conn {
     conn: Option<AnyConnection>,
     clean: bool,
+    /// A statement (or raw access) began and has not ended: if the guard is dropped so,
+    /// the statement was cancelled part-way and the connection is closed.
+    in_flight: bool,
     broken: bool,
     shared: Arc<Shared>,
     _permit: OwnedSemaphorePermit,
@@ -161,18 +187,22 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
-    /// After a transaction committed through raw access: the connection is reusable as is.
+    /// After a transaction committed (or rolled back) through raw access: the connection
+    /// is reusable as is.
     pub fn mark_clean(&mut self) {
         self.clean = true;
+        self.in_flight = false;
     }
 
     fn parts(&mut self) -> (&mut AnyConnection, Outcome<'_>) {
         self.clean = false;
+        self.in_flight = true;
         let conn = self.conn.as_mut().expect("connection present until drop");
         (
             conn,
             Outcome {
                 clean: &mut self.clean,
+                in_flight: &mut self.in_flight,
                 broken: &mut self.broken,
             },
         )
@@ -188,7 +218,9 @@ impl Deref for Conn {
 
 impl DerefMut for Conn {
     fn deref_mut(&mut self) -> &mut AnyConnection {
+        // Until `mark_clean`: a transaction dropped part-way closes the connection.
         self.clean = false;
+        self.in_flight = true;
         self.conn.as_mut().expect("connection present until drop")
     }
 }
@@ -198,6 +230,10 @@ impl Drop for Conn {
         let Some(conn) = self.conn.take() else { return };
         if self.shared.permits.is_closed() {
             return; // the pool is closed: the connection goes with this guard
+        }
+        if self.in_flight {
+            tracing::debug!("closing a connection whose statement was cancelled part-way");
+            return; // dropped: the socket closes, the server rolls back what was open
         }
         let mut idle = self.shared.idle_list();
         if self.broken {
@@ -218,11 +254,14 @@ impl Drop for Conn {
 /// Where a statement reports how it ended.
 struct Outcome<'a> {
     clean: &'a mut bool,
+    in_flight: &'a mut bool,
     broken: &'a mut bool,
 }
 
 impl Outcome<'_> {
+    /// The statement ended (with its result read to the end, or with an error).
     fn record<T>(&mut self, r: &Result<T, sqlx::Error>) {
+        *self.in_flight = false;
         match r {
             Ok(_) => *self.clean = true,
             Err(e) => {
@@ -261,7 +300,10 @@ where
                 let r: Result<(), sqlx::Error> = Err(clone_kind(e));
                 this.outcome.record(&r);
             }
-            Poll::Ready(None) if !this.failed => *this.outcome.clean = true,
+            Poll::Ready(None) if !this.failed => {
+                *this.outcome.clean = true;
+                *this.outcome.in_flight = false;
+            }
             _ => {}
         }
         item
@@ -340,7 +382,12 @@ impl<'c> sqlx::Executor<'c> for &'c mut Conn {
     where
         'c: 'e,
     {
-        let (conn, _) = self.parts();
-        conn.describe(sql)
+        let (conn, mut outcome) = self.parts();
+        async move {
+            let r = conn.describe(sql).await;
+            outcome.record(&r);
+            r
+        }
+        .boxed()
     }
 }
