@@ -57,6 +57,7 @@ META="$WORK/meta.tsv"       # key<TAB>value
 
 mkdir -p "$WORK" "$(dirname "$RESULTS")"
 : >"$ROWS"; : >"$RSS"; : >"$META"
+SHUTDOWN_HUNG=0
 say() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 meta() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n' '  ')" >>"$META"; }
 T0=$SECONDS
@@ -124,9 +125,16 @@ start_rs() {  # start_rs DATABASE_URL PORT LOGFILE [serve flags...]; sets RS_PID
   say "magnum-rs not ready on $port"; tail -n 20 "$log" >&2; exit 1
 }
 stop_rs() {  # stop_rs [PID] (default: the last started)
-  local pid="${1:-$RS_PID}"
+  local pid="${1:-$RS_PID}" _
   [[ -n "$pid" ]] || return 0
   kill "$pid" 2>/dev/null || true
+  # A graceful shutdown takes well under a second; one that hangs is a bug the run reports.
+  for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "magnum-rs (pid $pid) did not exit within 30 s of SIGTERM: killing it; the run fails"
+    kill -9 "$pid" 2>/dev/null || true
+    SHUTDOWN_HUNG=1
+  fi
   wait "$pid" 2>/dev/null || true
   [[ "$pid" == "$RS_PID" ]] && RS_PID=""
   return 0
@@ -334,3 +342,7 @@ meta finished_utc "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 meta total_seconds "$((SECONDS - T0))"
 python3 "$HERE/report.py" --work "$WORK" --out "$RESULTS"
 say "done in $(( (SECONDS - T0) / 60 )) min $(( (SECONDS - T0) % 60 )) s: $RESULTS (raw data: $WORK)"
+if (( SHUTDOWN_HUNG )); then
+  say "FAILED: a magnum-rs server hung on shutdown (see above)"
+  exit 1
+fi
