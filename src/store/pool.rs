@@ -3,19 +3,18 @@
 //! sqlx's own pool sends a `COM_PING` (a full round trip) every time a connection goes back
 //! to it, that is after every statement run on the pool: on the benchmark's reads a third of
 //! the server's round trips to MariaDB. This pool returns a connection without a round trip
-//! when its last use ended cleanly, and checks it (a ping, which also flushes a rollback sqlx
-//! queued for a dropped transaction and drains rows a dropped query left unread) before its
-//! next use otherwise: after an error, a cancelled statement, raw access through
-//! `DerefMut`, or a long idle time. A connection whose statement failed with an I/O or
-//! protocol error is closed, and then every idle connection is checked before reuse (a
-//! restarted database server cut them all).
+//! when its last use ended cleanly, and checks it (a ping) before its next use otherwise:
+//! after a statement that failed, or a long idle time. A connection whose statement failed
+//! with an I/O or protocol error is closed, and then every idle connection is checked before
+//! reuse (a restarted database server cut them all).
 //!
 //! A connection whose statement was cancelled part-way (its future or stream dropped before
-//! the end: a client that hung up, a timeout) is closed, never reused. sqlx's MySQL
-//! connection cannot always recover from that: dropped between sending a prepare and
-//! executing it, or between a packet's header and its body, it waits for a reply that never
-//! comes, and the next statement on it (the check included) hangs for good. The check
-//! itself is bounded by [`CHECK_TIMEOUT`] as well.
+//! the end: a client that hung up, a timeout, rows left unread) or whose raw access through
+//! `DerefMut` (a transaction) ended without [`Conn::mark_clean`] is closed, never reused: the
+//! server rolls back what was open. sqlx's MySQL connection cannot always recover from a
+//! cancellation: dropped between sending a prepare and executing it, or between a packet's
+//! header and its body, it waits for a reply that never comes, and the next statement on it
+//! (the check included) hangs for good. The check itself is bounded by [`CHECK_TIMEOUT`].
 
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
