@@ -139,9 +139,7 @@ impl Pool {
             };
             return Ok(Conn {
                 conn: Some(conn),
-                clean: true,
-                in_flight: false,
-                broken: false,
+                last_use: LastUse::Clean,
                 shared: Arc::clone(&self.shared),
                 _permit: permit,
             });
@@ -165,23 +163,46 @@ impl Shared {
     }
 }
 
-/// A connection out of the [`Pool`]. Statements run through `&mut Conn` keep track of
-/// whether the connection ended cleanly; raw access through `DerefMut` (transactions,
-/// migrations) has it checked before its next use unless [`Conn::mark_clean`] follows.
+/// A connection out of the [`Pool`]. Statements run through `&mut Conn` keep track of how
+/// the connection's last use ended; raw access through `DerefMut` (transactions) counts as
+/// a statement in flight until [`Conn::mark_clean`] follows.
 pub struct Conn {
     conn: Option<AnyConnection>,
-    clean: bool,
-    /// A statement (or raw access) began and has not ended: if the guard is dropped so,
-    /// the statement was cancelled part-way and the connection is closed.
-    in_flight: bool,
-    broken: bool,
+    last_use: LastUse,
     shared: Arc<Shared>,
     _permit: OwnedSemaphorePermit,
 }
 
+/// How a connection's last use ended, which decides what happens when it goes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastUse {
+    /// Read to its end: reusable without a round trip.
+    Clean,
+    /// The server answered with an error: checked before reuse.
+    Failed,
+    /// Begun and not ended. Dropped so, the statement was cancelled part-way: closed.
+    InFlight,
+    /// An I/O or protocol error: closed, and the idle connections checked before reuse.
+    Broken,
+}
+
+impl LastUse {
+    fn after_error(e: &sqlx::Error) -> LastUse {
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => LastUse::Broken,
+            _ => LastUse::Failed,
+        }
+    }
+}
+
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("clean", &self.clean).finish()
+        f.debug_struct("Conn")
+            .field("last_use", &self.last_use)
+            .finish()
     }
 }
 
@@ -189,20 +210,24 @@ impl Conn {
     /// After a transaction committed (or rolled back) through raw access: the connection
     /// is reusable as is.
     pub fn mark_clean(&mut self) {
-        self.clean = true;
-        self.in_flight = false;
+        self.last_use = LastUse::Clean;
+    }
+
+    /// Starts a use; a broken connection stays broken.
+    fn begin_use(&mut self) -> &mut AnyConnection {
+        if self.last_use != LastUse::Broken {
+            self.last_use = LastUse::InFlight;
+        }
+        self.conn.as_mut().expect("connection present until drop")
     }
 
     fn parts(&mut self) -> (&mut AnyConnection, Outcome<'_>) {
-        self.clean = false;
-        self.in_flight = true;
+        self.begin_use();
         let conn = self.conn.as_mut().expect("connection present until drop");
         (
             conn,
             Outcome {
-                clean: &mut self.clean,
-                in_flight: &mut self.in_flight,
-                broken: &mut self.broken,
+                last_use: &mut self.last_use,
             },
         )
     }
@@ -218,9 +243,7 @@ impl Deref for Conn {
 impl DerefMut for Conn {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         // Until `mark_clean`: a transaction dropped part-way closes the connection.
-        self.clean = false;
-        self.in_flight = true;
-        self.conn.as_mut().expect("connection present until drop")
+        self.begin_use()
     }
 }
 
@@ -230,21 +253,24 @@ impl Drop for Conn {
         if self.shared.permits.is_closed() {
             return; // the pool is closed: the connection goes with this guard
         }
-        if self.in_flight {
-            tracing::debug!("closing a connection whose statement was cancelled part-way");
-            return; // dropped: the socket closes, the server rolls back what was open
-        }
-        let mut idle = self.shared.idle_list();
-        if self.broken {
-            // The server or the network cut this one; the idle ones may be cut as well.
-            for i in idle.iter_mut() {
-                i.clean = false;
+        let clean = match self.last_use {
+            LastUse::Clean => true,
+            LastUse::Failed => false,
+            LastUse::InFlight => {
+                tracing::debug!("closing a connection whose statement was cancelled part-way");
+                return; // dropped: the socket closes, the server rolls back what was open
             }
-            return;
-        }
-        idle.push(Idle {
+            LastUse::Broken => {
+                // The server or the network cut this one; the idle ones may be cut as well.
+                for i in self.shared.idle_list().iter_mut() {
+                    i.clean = false;
+                }
+                return;
+            }
+        };
+        self.shared.idle_list().push(Idle {
             conn,
-            clean: self.clean,
+            clean,
             since: Instant::now(),
         });
     }
@@ -252,27 +278,27 @@ impl Drop for Conn {
 
 /// Where a statement reports how it ended.
 struct Outcome<'a> {
-    clean: &'a mut bool,
-    in_flight: &'a mut bool,
-    broken: &'a mut bool,
+    last_use: &'a mut LastUse,
 }
 
 impl Outcome<'_> {
     /// The statement ended (with its result read to the end, or with an error).
     fn record<T>(&mut self, r: &Result<T, sqlx::Error>) {
-        *self.in_flight = false;
         match r {
-            Ok(_) => *self.clean = true,
-            Err(e) => {
-                *self.clean = false;
-                *self.broken |= matches!(
-                    e,
-                    sqlx::Error::Io(_)
-                        | sqlx::Error::Tls(_)
-                        | sqlx::Error::Protocol(_)
-                        | sqlx::Error::WorkerCrashed
-                );
-            }
+            Ok(_) => self.succeeded(),
+            Err(e) => self.failed(e),
+        }
+    }
+
+    fn succeeded(&mut self) {
+        if *self.last_use != LastUse::Broken {
+            *self.last_use = LastUse::Clean;
+        }
+    }
+
+    fn failed(&mut self, e: &sqlx::Error) {
+        if *self.last_use != LastUse::Broken {
+            *self.last_use = LastUse::after_error(e);
         }
     }
 }
@@ -296,27 +322,12 @@ where
         match &item {
             Poll::Ready(Some(Err(e))) => {
                 this.failed = true;
-                let r: Result<(), sqlx::Error> = Err(clone_kind(e));
-                this.outcome.record(&r);
+                this.outcome.failed(e);
             }
-            Poll::Ready(None) if !this.failed => {
-                *this.outcome.clean = true;
-                *this.outcome.in_flight = false;
-            }
+            Poll::Ready(None) if !this.failed => this.outcome.succeeded(),
             _ => {}
         }
         item
-    }
-}
-
-/// Enough of an error to classify it (sqlx's errors are not `Clone`).
-fn clone_kind(e: &sqlx::Error) -> sqlx::Error {
-    match e {
-        sqlx::Error::Io(io) => sqlx::Error::Io(std::io::Error::new(io.kind(), "i/o")),
-        sqlx::Error::Tls(_) => sqlx::Error::Tls("tls".into()),
-        sqlx::Error::Protocol(p) => sqlx::Error::Protocol(p.clone()),
-        sqlx::Error::WorkerCrashed => sqlx::Error::WorkerCrashed,
-        _ => sqlx::Error::RowNotFound,
     }
 }
 
