@@ -110,7 +110,8 @@ async fn rows_a_dropped_query_left_unread_do_not_reach_the_next_statement() {
         drop(first);
         // The stream (and 49 unread rows) dropped here.
     }
-    // A pool of one: the same connection answers the next statement with its own result.
+    // A pool of one: the next statement gets its own result (the connection that left rows
+    // unread is closed, and a fresh one answers).
     let limit: i64 = sqlx::query_scalar("SELECT hard_limit FROM quotas WHERE project_id = 'p42'")
         .fetch_one(&mut store.conn().await.expect("connection"))
         .await
