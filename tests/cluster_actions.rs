@@ -1551,7 +1551,7 @@ impl Lifecycle for QuotaExceededDriver {
         _nodegroups: &[NodeGroup],
     ) -> Result<CreateOutcome, DriverError> {
         Ok(CreateOutcome {
-            completed: true,
+            wait: None,
             stack_id: Some(format!("quota-{}", &cluster.uuid[..8])),
             api_address: Some("https://quota.invalid:6443".into()),
             coe_version: None,

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
+use crate::store::operations::OpKind;
 
 pub use capabilities::{BaseCapabilities, Capabilities};
 pub use registry::{DriverRegistry, Triple};
@@ -37,36 +38,36 @@ pub struct ResizeRequest {
     pub nodes_to_remove: Vec<String>,
 }
 
+/// What an operation handed to the driver waits for: the backend object the driver changed
+/// and the generation its change produced. Stored with the operation, so that whichever
+/// process leads later ends it the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitOn {
+    pub object: String,
+    pub generation: Option<i64>,
+}
+
 /// What the driver reports after starting an operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Progress {
     /// Done: the resource can be marked `*_COMPLETE` now.
     Complete,
-    /// Started; the driver's status reconciler will report completion or failure.
-    InProgress,
+    /// Started; [`Lifecycle::observe`] tells when the backend has finished it.
+    Waiting(WaitOn),
 }
 
 /// What a driver reports after creating a cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CreateOutcome {
-    /// True when the cluster is ready now; false when the driver's status reconciler will
-    /// report completion.
-    pub completed: bool,
+    /// None when the cluster is ready now; otherwise what its creation waits for.
+    pub wait: Option<WaitOn>,
     /// The backend's name for the cluster (Magnum's `stack_id`).
     pub stack_id: Option<String>,
     pub api_address: Option<String>,
     pub coe_version: Option<String>,
 }
 
-/// What a backend shows for one nodegroup.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Observed {
-    Complete,
-    InProgress { reason: Option<String> },
-    Failed { reason: String },
-}
-
-/// Which nodegroup of a backend cluster a report is about.
+/// Which nodegroup of a backend cluster a fact is about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NodeGroupRef {
     /// The control plane (Magnum's master nodegroup).
@@ -75,26 +76,57 @@ pub enum NodeGroupRef {
     Worker(String),
 }
 
-/// What a driver learned from its backend after an operation was handed to it; the
-/// operations module writes it into the store.
+/// An operation in flight, as the reconciler hands it to [`Lifecycle::observe`]: what it
+/// waits for, from the store.
+#[derive(Clone, Copy, Debug)]
+pub struct InFlight<'a> {
+    pub kind: OpKind,
+    pub cluster: &'a Cluster,
+    /// All nodegroups of the cluster.
+    pub nodegroups: &'a [NodeGroup],
+    /// The operation's nodegroup (None for cluster operations, or when its row is gone).
+    pub nodegroup: Option<&'a NodeGroup>,
+    /// The count a resize or nodegroup create waits for.
+    pub target_count: Option<i64>,
+    /// The Kubernetes version an upgrade waits for.
+    pub target_version: Option<&'a str>,
+    /// The generation the driver's change produced (older failure conditions are stale).
+    pub generation: Option<i64>,
+}
+
+/// What the backend shows now for an operation in flight.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StatusReport {
-    NodeGroup {
-        stack_id: String,
-        nodegroup: NodeGroupRef,
-        observed: Observed,
+pub enum Verdict {
+    Complete,
+    /// Still moving (or blocked): the controllers' own message, and a marker of the
+    /// counters that show progress (a new marker moves the deadline).
+    InProgress {
+        reason: Option<String>,
+        marker: String,
     },
-    ClusterFacts {
-        stack_id: String,
-        api_address: Option<String>,
-        coe_version: Option<String>,
+    /// The backend refused or failed the change, with its message.
+    Failed {
+        reason: String,
     },
-    /// The addresses of a nodegroup's nodes (Magnum's `node_addresses`).
-    Addresses {
-        stack_id: String,
-        nodegroup: NodeGroupRef,
-        addresses: Vec<String>,
-    },
+    /// Not known yet (the driver's view of the backend is not synced).
+    Unknown,
+}
+
+/// What the backend shows about a cluster, whatever is in flight: Magnum's `api_address`,
+/// `coe_version` and each nodegroup's `node_addresses`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub api_address: Option<String>,
+    pub coe_version: Option<String>,
+    pub addresses: Vec<(NodeGroupRef, Vec<String>)>,
+}
+
+/// A backend change a driver's watch saw: reconcile that cluster (by `stack_id`), or
+/// everything (after a (re)list, when deletions may have been missed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Stack(String),
+    All,
 }
 
 /// The lifecycle half: every method is called by the operations worker, never on a request
@@ -180,10 +212,26 @@ pub trait Lifecycle: Send + Sync {
         ))
     }
 
-    /// Starts the driver's watchers, which send what they observe to `reports`. Drivers
-    /// that complete everything synchronously have none.
-    fn watch(&self, _reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {
+    /// Starts the driver's watchers, which keep its view of the backend and send what
+    /// changed to `changes`. Drivers that complete everything synchronously have none.
+    fn watch(&self, _changes: mpsc::UnboundedSender<Change>) -> Vec<JoinHandle<()>> {
         Vec::new()
+    }
+
+    /// Where an operation in flight stands, from the driver's view of the backend (no
+    /// request is sent). Pure reads: the reconciler calls it on every change.
+    fn observe(&self, _op: &InFlight<'_>) -> Verdict {
+        Verdict::Unknown
+    }
+
+    /// What the backend shows about a cluster now; None when not known.
+    fn facts(&self, _cluster: &Cluster) -> Option<Facts> {
+        None
+    }
+
+    /// How long an operation in flight may show no progress before it fails.
+    fn progress_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1800)
     }
 
     /// When replicas must elect who drives the backend: whether this replica leads now

@@ -137,7 +137,7 @@ impl Lifecycle for RecordOnlyDriver {
             .clone()
             .unwrap_or_else(|| format!("kube-{}", &cluster.uuid.replace('-', "")[..5]));
         Ok(CreateOutcome {
-            completed: true,
+            wait: None,
             api_address: Some(format!("https://{stack_id}.record-only.invalid:6443")),
             stack_id: Some(stack_id),
             coe_version: None,

@@ -52,6 +52,9 @@ impl OpKind {
 pub mod op_state {
     pub const PENDING: &str = "pending";
     pub const RUNNING: &str = "running";
+    /// Handed to the driver, which started it; ends when the backend's status says so, or
+    /// at its deadline (what it waits for is in the operation's `wait_*` columns).
+    pub const WAITING: &str = "waiting";
     pub const DONE: &str = "done";
     pub const FAILED: &str = "failed";
     /// A later operation on the same nodegroup replaced this one before it ran.
@@ -96,6 +99,30 @@ pub struct Operation {
     pub payload: Value,
     pub state: String,
     pub attempts: i64,
+    /// While waiting: the object and generation the driver's change produced.
+    pub wait_object: Option<String>,
+    pub wait_generation: Option<i64>,
+    /// While waiting: when it started, when it fails unless progress is seen, and the
+    /// last progress marker.
+    pub started_at: Option<String>,
+    pub deadline_at: Option<String>,
+    pub progress: Option<String>,
+}
+
+/// What an operation handed to the driver waits for, written when it starts waiting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wait {
+    pub object: String,
+    pub generation: Option<i64>,
+    /// Seconds until the deadline (moved on every observed progress).
+    pub deadline_seconds: u64,
+}
+
+/// A stored time `seconds` from now, in the format [`now`] writes.
+pub fn from_now(seconds: u64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(seconds.min(i64::MAX as u64 / 2) as i64))
+        .format("%Y-%m-%d %H:%M:%S%.6f")
+        .to_string()
 }
 
 /// Writes that must land together, with at most one operation record.
@@ -121,7 +148,15 @@ enum Step {
         id: i64,
         from: &'static str,
         to: &'static str,
+        error: Option<String>,
     },
+    RestoreCount {
+        nodegroup_id: i64,
+        failed_count: i64,
+        old_count: i64,
+    },
+    DeleteNodeGroup(i64),
+    DeleteCluster(String),
 }
 
 impl Batch {
@@ -146,7 +181,46 @@ impl Batch {
     }
 
     pub fn transition(mut self, id: i64, from: &'static str, to: &'static str) -> Self {
-        self.steps.push(Step::Transition { id, from, to });
+        self.steps.push(Step::Transition {
+            id,
+            from,
+            to,
+            error: None,
+        });
+        self
+    }
+
+    /// A transition that records why (a failure's reason).
+    pub fn transition_failed(mut self, id: i64, from: &'static str, reason: &str) -> Self {
+        self.steps.push(Step::Transition {
+            id,
+            from,
+            to: op_state::FAILED,
+            error: Some(reason.to_string()),
+        });
+        self
+    }
+
+    /// Restores a nodegroup's count after a failed resize, unless a later resize has already
+    /// written another count (as [`Store::restore_count`], inside the batch).
+    pub fn restore_count(mut self, nodegroup_id: i64, failed_count: i64, old_count: i64) -> Self {
+        self.steps.push(Step::RestoreCount {
+            nodegroup_id,
+            failed_count,
+            old_count,
+        });
+        self
+    }
+
+    /// Deletes a cluster's row and its nodegroups' (a finished cluster delete).
+    pub fn delete_cluster(mut self, uuid: &str) -> Self {
+        self.steps.push(Step::DeleteCluster(uuid.to_string()));
+        self
+    }
+
+    /// Deletes a nodegroup row (a finished nodegroup delete).
+    pub fn delete_nodegroup(mut self, id: i64) -> Self {
+        self.steps.push(Step::DeleteNodeGroup(id));
         self
     }
 }
@@ -199,6 +273,11 @@ fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error>
             .unwrap_or(Value::Null),
         state: row.try_get("state")?,
         attempts: row.try_get("attempts")?,
+        wait_object: row.try_get("wait_object")?,
+        wait_generation: row.try_get("wait_generation")?,
+        started_at: row.try_get("started_at")?,
+        deadline_at: row.try_get("deadline_at")?,
+        progress: text_at(row, "progress")?,
     })
 }
 
@@ -225,7 +304,9 @@ async fn transition_on(
 }
 
 const OP_COLUMNS: &str =
-    "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts";
+    "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, \
+     wait_object, wait_generation, CAST(started_at AS CHAR) AS started_at, \
+     CAST(deadline_at AS CHAR) AS deadline_at, progress";
 
 impl Store {
     /// Runs a batch in one transaction. False (and nothing written) when a transition found
@@ -254,8 +335,45 @@ impl Store {
                     }
                     insert_operation(&mut tx, &op).await?;
                 }
-                Step::Transition { id, from, to } => {
-                    if !transition_on(&mut tx, id, from, to, None).await? {
+                Step::RestoreCount {
+                    nodegroup_id,
+                    failed_count,
+                    old_count,
+                } => {
+                    sqlx::query(
+                        "UPDATE nodegroup SET node_count = ?, updated_at = ? \
+                         WHERE id = ? AND node_count = ?",
+                    )
+                    .bind(old_count)
+                    .bind(created.clone())
+                    .bind(nodegroup_id)
+                    .bind(failed_count)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Step::DeleteCluster(uuid) => {
+                    sqlx::query("DELETE FROM nodegroup WHERE cluster_id = ?")
+                        .bind(uuid.clone())
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query("DELETE FROM cluster WHERE uuid = ?")
+                        .bind(uuid)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                Step::DeleteNodeGroup(id) => {
+                    sqlx::query("DELETE FROM nodegroup WHERE id = ?")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                Step::Transition {
+                    id,
+                    from,
+                    to,
+                    error,
+                } => {
+                    if !transition_on(&mut tx, id, from, to, error.as_deref()).await? {
                         tx.rollback().await?;
                         conn.mark_clean();
                         return Ok(false);
@@ -352,7 +470,7 @@ impl Store {
     /// oldest (for the metrics).
     pub async fn open_operations(&self) -> Result<Vec<QueueState>, sqlx::Error> {
         let mut out = Vec::new();
-        for state in [op_state::PENDING, op_state::RUNNING] {
+        for state in [op_state::PENDING, op_state::RUNNING, op_state::WAITING] {
             let row = sqlx::query(
                 "SELECT COUNT(*) AS n, CAST(MIN(created_at) AS CHAR) AS oldest \
                  FROM magnum_rs_operation WHERE state = ?",
@@ -407,19 +525,20 @@ impl Store {
         rows.iter().map(operation_from_row).collect()
     }
 
-    /// Whether the cluster has pending or running operations other than `except` (one indexed
-    /// probe; the history of finished operations is not read).
+    /// Whether the cluster has pending, running or waiting operations other than `except`
+    /// (one indexed probe; the history of finished operations is not read).
     pub async fn has_open_operations(
         &self,
         cluster_uuid: &str,
         except: i64,
     ) -> Result<bool, sqlx::Error> {
         let found: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? AND state IN (?, ?) AND id <> ? LIMIT 1",
+            "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? AND state IN (?, ?, ?) AND id <> ? LIMIT 1",
         )
         .bind(cluster_uuid.to_string())
         .bind(op_state::PENDING)
         .bind(op_state::RUNNING)
+        .bind(op_state::WAITING)
         .bind(except)
         .fetch_optional(&mut self.conn().await?)
         .await?;
@@ -499,8 +618,112 @@ impl Store {
         Ok(r.rows_affected())
     }
 
+    /// A running operation the driver started now waits, with what it waits for: one
+    /// transaction, which also supersedes older waiting resizes of the same nodegroup (the
+    /// newest count is the one the backend moves to). False when it was no longer running.
+    pub async fn start_waiting(&self, op: &Operation, wait: &Wait) -> Result<bool, sqlx::Error> {
+        let mut conn = self.conn().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let at = now();
+        let moved = sqlx::query(
+            "UPDATE magnum_rs_operation SET state = ?, wait_object = ?, wait_generation = ?, \
+             started_at = ?, deadline_at = ?, progress = NULL, progress_at = ?, updated_at = ? \
+             WHERE id = ? AND state = ?",
+        )
+        .bind(op_state::WAITING)
+        .bind(wait.object.clone())
+        .bind(wait.generation)
+        .bind(at.clone())
+        .bind(from_now(wait.deadline_seconds))
+        .bind(at.clone())
+        .bind(at.clone())
+        .bind(op.id)
+        .bind(op_state::RUNNING)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved && op.kind == OpKind::Resize {
+            if let Some(ng) = op.nodegroup_id {
+                sqlx::query(
+                    "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
+                     WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
+                )
+                .bind(op_state::SUPERSEDED)
+                .bind(at)
+                .bind(ng)
+                .bind(op_state::WAITING)
+                .bind(op.id)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        conn.mark_clean();
+        Ok(moved)
+    }
+
+    /// Waiting operations: of one cluster, or all of them (`None`), oldest first.
+    pub async fn waiting_operations(
+        &self,
+        cluster_uuid: Option<&str>,
+    ) -> Result<Vec<Operation>, sqlx::Error> {
+        let filter = if cluster_uuid.is_some() {
+            " AND cluster_uuid = ?"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ?{filter} ORDER BY id"
+        );
+        let mut q = sqlx::query(&sql).bind(op_state::WAITING);
+        if let Some(c) = cluster_uuid {
+            q = q.bind(c.to_string());
+        }
+        let rows = q.fetch_all(&mut self.conn().await?).await?;
+        rows.iter().map(operation_from_row).collect()
+    }
+
+    /// Waiting operations whose deadline has passed (an indexed range read).
+    pub async fn expired_operations(&self) -> Result<Vec<Operation>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? AND deadline_at <= ? \
+             ORDER BY id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(op_state::WAITING)
+            .bind(now())
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        rows.iter().map(operation_from_row).collect()
+    }
+
+    /// Records progress of a waiting operation: the new marker, and the deadline moved.
+    pub async fn note_progress(
+        &self,
+        id: i64,
+        marker: &str,
+        deadline_seconds: u64,
+    ) -> Result<bool, sqlx::Error> {
+        let at = now();
+        let r = sqlx::query(
+            "UPDATE magnum_rs_operation SET progress = ?, progress_at = ?, deadline_at = ?, \
+             updated_at = ? WHERE id = ? AND state = ?",
+        )
+        .bind(marker.to_string())
+        .bind(at.clone())
+        .bind(from_now(deadline_seconds))
+        .bind(at)
+        .bind(id)
+        .bind(op_state::WAITING)
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
     /// After a restart: operations a dead worker had claimed run again (drivers apply
-    /// desired state, so running one twice has the effect of running it once).
+    /// desired state, so running one twice has the effect of running it once). Waiting
+    /// operations stay waiting: the reconciler ends them from the backend's status.
     pub async fn requeue_running(&self) -> Result<u64, sqlx::Error> {
         let r = sqlx::query("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
             .bind(op_state::PENDING)

@@ -2,31 +2,34 @@
 //!
 //! Writes are patches of single fields (see [`super::topology`]); worker-entry patches carry
 //! a `test` of the entry's name and are retried from a fresh read when the list changed under
-//! them. Completion is watch-driven: one watcher per kind and management cluster (not
-//! per-cluster polling) compares the KubeadmControlPlane / MachineDeployment counters with
-//! the target of every operation in flight, and reports `Complete`, a blocked-scaling reason,
-//! or `Failed` (a `ReconcileFailed` topology, or no progress within the deadline).
+//! them. Every call is idempotent: it reads the Cluster first and sends no patch when the
+//! spec already says what is asked (a call repeated after a crash sends nothing twice).
+//!
+//! The driver keeps no state about operations. Its watches ([`super::cache`]) keep a view of
+//! the management cluster; the operations reconciler asks [`Lifecycle::observe`] where each
+//! stored in-flight operation stands ([`super::progress`]), so the outcome does not depend on
+//! which process sent the patch.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::{watcher, WatchStreamExt as _};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::status::{self, Observed};
+use super::cache::StackCache;
+use super::progress::{self, Awaited};
+use super::status;
 use super::topology::{self, Resources, TopologyDefaults};
 use super::ClusterApiConfig;
 use crate::drivers::capabilities::ClusterApiCapabilities;
 use crate::drivers::{
-    Capabilities, CreateOutcome, Driver, DriverError, Lifecycle, ManagementStatus, NodeGroupRef,
-    Progress, ResizeRequest, StatusReport, Triple,
+    Capabilities, Change, CreateOutcome, Driver, DriverError, Facts, InFlight, Lifecycle,
+    ManagementStatus, NodeGroupRef, Progress, ResizeRequest, Triple, Verdict, WaitOn,
 };
 use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
@@ -42,19 +45,6 @@ pub struct ManagementCluster {
     pub namespace: String,
 }
 
-/// An operation waiting for Cluster API to reach its target.
-#[derive(Clone, Debug)]
-struct Pending {
-    target: i64,
-    /// When the driver made the change (for the reconcile-lag metric).
-    changed: Instant,
-    /// When Cluster API last showed progress (for the deadline).
-    since: Instant,
-    marker: Vec<Option<i64>>,
-}
-
-type PendingKey = (String, String, NodeGroupRef);
-
 pub struct KubeClusterApiDriver {
     name: String,
     provides: Vec<Triple>,
@@ -63,7 +53,9 @@ pub struct KubeClusterApiDriver {
     api_version: String,
     defaults: TopologyDefaults,
     deadline: Duration,
-    pending: Arc<Mutex<HashMap<PendingKey, Pending>>>,
+    allow_even_control_plane: bool,
+    /// The watch caches of the management clusters (by name), from the last `watch`.
+    caches: Mutex<Vec<(String, StackCache)>>,
     election: Option<super::leader::LeaseConfig>,
     leadership: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
@@ -118,7 +110,8 @@ impl KubeClusterApiDriver {
                 worker_class: config.worker_class.clone(),
             },
             deadline: Duration::from_secs(config.progress_deadline_seconds),
-            pending: Arc::default(),
+            allow_even_control_plane: config.allow_even_control_plane,
+            caches: Mutex::default(),
             election: config.leader_election.then(|| {
                 let duration = Duration::from_secs(config.lease_duration_seconds.max(2));
                 super::leader::LeaseConfig {
@@ -186,20 +179,6 @@ impl KubeClusterApiDriver {
             })
     }
 
-    fn track(&self, mc: &str, stack: &str, ng: NodeGroupRef, target: i64) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.insert(
-                (mc.to_string(), stack.to_string(), ng),
-                Pending {
-                    target,
-                    changed: Instant::now(),
-                    since: Instant::now(),
-                    marker: Vec::new(),
-                },
-            );
-        }
-    }
-
     async fn get_cluster(&self, mc: &ManagementCluster, stack: &str) -> Result<Value, DriverError> {
         let obj = self
             .api(mc, &self.resources.cluster)
@@ -209,29 +188,35 @@ impl KubeClusterApiDriver {
         serde_json::to_value(&obj).map_err(|e| DriverError::Transient(e.to_string()))
     }
 
-    /// Applies a JSON patch built from a fresh read of the Cluster, retrying when the worker
-    /// list changed between the read and the patch.
+    /// Applies a JSON patch built from a read of the Cluster (`first_read` when the caller
+    /// has one, then fresh reads), retrying when the worker list changed between the read
+    /// and the patch. `build` returns None when the Cluster
+    /// already says what is asked: nothing is sent. Returns what the change waits on.
     async fn patch_workers<F>(
         &self,
         mc: &ManagementCluster,
         stack: &str,
+        mut first_read: Option<Value>,
         build: F,
-    ) -> Result<(), DriverError>
+    ) -> Result<WaitOn, DriverError>
     where
         F: Fn(&Value) -> Result<Option<json_patch::Patch>, DriverError>,
     {
         let api = self.api(mc, &self.resources.cluster);
         let mut last = String::new();
         for _ in 0..PATCH_ATTEMPTS {
-            let current = self.get_cluster(mc, stack).await?;
+            let current = match first_read.take() {
+                Some(c) => c,
+                None => self.get_cluster(mc, stack).await?,
+            };
             let Some(patch) = build(&current)? else {
-                return Ok(());
+                return Ok(self.wait_on(mc, stack, generation_of(&current)));
             };
             match api
                 .patch(stack, &PatchParams::default(), &Patch::Json::<()>(patch))
                 .await
             {
-                Ok(_) => return Ok(()),
+                Ok(o) => return Ok(self.wait_on(mc, stack, o.metadata.generation)),
                 Err(kube::Error::Api(s))
                     if s.is_conflict() || (s.code == 422 && s.message.contains("test")) =>
                 {
@@ -247,6 +232,24 @@ impl KubeClusterApiDriver {
         Err(DriverError::Transient(format!(
             "the worker list of Cluster {stack} kept changing: {last}"
         )))
+    }
+
+    fn wait_on(&self, mc: &ManagementCluster, stack: &str, generation: Option<i64>) -> WaitOn {
+        WaitOn {
+            object: format!("{}/Cluster {}/{stack}", mc.name, mc.namespace),
+            generation,
+        }
+    }
+
+    /// The watch cache of a cluster's management cluster, once it holds complete lists.
+    fn synced_cache(&self, cluster: &Cluster) -> Option<StackCache> {
+        let mc = self.management_for(cluster).ok()?;
+        let caches = self.caches.lock().ok()?;
+        caches
+            .iter()
+            .find(|(name, _)| *name == mc.name)
+            .map(|(_, c)| c.clone())
+            .filter(StackCache::synced)
     }
 
     /// Marks the Machines named in `nodes_to_remove` for deletion.
@@ -306,6 +309,10 @@ pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
     }
 }
 
+fn generation_of(obj: &Value) -> Option<i64> {
+    obj.pointer("/metadata/generation").and_then(Value::as_i64)
+}
+
 /// Counts a failed kube call in the metrics (`call`: request, watch, lease).
 pub fn count_kube_error(call: &str, e: &kube::Error) {
     let code = match e {
@@ -315,7 +322,7 @@ pub fn count_kube_error(call: &str, e: &kube::Error) {
     crate::telemetry::metrics::kube_error(call, &code);
 }
 
-fn count_watch_error(e: &watcher::Error) {
+pub(super) fn count_watch_error(e: &watcher::Error) {
     match e {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
@@ -331,6 +338,9 @@ fn count_watch_error(e: &watcher::Error) {
 
 impl Capabilities for KubeClusterApiDriver {
     fn validate_master_resize(&self, node_count: i64) -> Result<(), ApiError> {
+        if self.allow_even_control_plane && node_count >= 1 {
+            return Ok(());
+        }
         ClusterApiCapabilities.validate_master_resize(node_count)
     }
 
@@ -381,20 +391,20 @@ impl Lifecycle for KubeClusterApiDriver {
         );
         let obj: DynamicObject =
             serde_json::from_value(body).map_err(|e| DriverError::Rejected(e.to_string()))?;
-        match self
+        let generation = match self
             .api(mc, &self.resources.cluster)
             .create(&PostParams::default(), &obj)
             .await
         {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+            Ok(o) => o.metadata.generation,
+            // A repeated call (after a crash): the object the first call made.
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {
+                generation_of(&self.get_cluster(mc, &stack).await?)
+            }
             Err(e) => return Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
-        }
-        for ng in nodegroups {
-            self.track(&mc.name, &stack, ng_ref(ng), ng.node_count);
-        }
+        };
         Ok(CreateOutcome {
-            completed: false,
+            wait: Some(self.wait_on(mc, &stack, generation)),
             stack_id: Some(stack),
             api_address: None,
             coe_version: None,
@@ -411,7 +421,8 @@ impl Lifecycle for KubeClusterApiDriver {
             .delete(&stack, &DeleteParams::default())
             .await
         {
-            Ok(_) => Ok(Progress::Complete),
+            // Cluster API deletes the machines first; the row goes when the Cluster is gone.
+            Ok(_) => Ok(Progress::Waiting(self.wait_on(mc, &stack, None))),
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Progress::Complete),
             Err(e) => Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
         }
@@ -426,12 +437,25 @@ impl Lifecycle for KubeClusterApiDriver {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
         let which = ng_ref(nodegroup);
-        self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
-            .await?;
         let n = request.node_count;
+        let current = self.get_cluster(mc, &stack).await?;
         match &which {
             NodeGroupRef::ControlPlane => {
-                self.api(mc, &self.resources.cluster)
+                let spec = current
+                    .pointer("/spec/topology/controlPlane/replicas")
+                    .and_then(Value::as_i64);
+                if spec == Some(n) {
+                    // Already asked (a repeated call): no second patch, no second marking.
+                    return Ok(Progress::Waiting(self.wait_on(
+                        mc,
+                        &stack,
+                        generation_of(&current),
+                    )));
+                }
+                self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
+                    .await?;
+                let patched = self
+                    .api(mc, &self.resources.cluster)
                     .patch(
                         &stack,
                         &PatchParams::default(),
@@ -439,6 +463,11 @@ impl Lifecycle for KubeClusterApiDriver {
                     )
                     .await
                     .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
+                Ok(Progress::Waiting(self.wait_on(
+                    mc,
+                    &stack,
+                    patched.metadata.generation,
+                )))
             }
             NodeGroupRef::Worker(name) => {
                 // An autoscaled nodegroup keeps the autoscaler's bounds and gets no replicas.
@@ -453,26 +482,42 @@ impl Lifecycle for KubeClusterApiDriver {
                     nodegroup.min_node_count,
                     nodegroup.max_node_count.unwrap_or_default(),
                 );
-                self.patch_workers(mc, &stack, |c| {
-                    let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
-                        DriverError::Rejected(format!(
-                            "Cluster {stack} has no worker entry named {name}"
-                        ))
-                    })?;
-                    Ok(Some(if autoscaled {
-                        topology::worker_autoscaling(c, i, name, min, max)
-                    } else {
-                        topology::worker_replicas(c, i, name, n)
-                    }))
-                })
-                .await?;
+                let at_target = |c: &Value| {
+                    topology::machine_deployment_index(c, name)
+                        .and_then(|i| {
+                            c.pointer(&format!(
+                                "/spec/topology/workers/machineDeployments/{i}/replicas"
+                            ))
+                        })
+                        .and_then(Value::as_i64)
+                        == Some(n)
+                };
+                if !autoscaled && !at_target(&current) {
+                    self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
+                        .await?;
+                }
+                let wait = self
+                    .patch_workers(mc, &stack, Some(current), |c| {
+                        let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
+                            DriverError::Rejected(format!(
+                                "Cluster {stack} has no worker entry named {name}"
+                            ))
+                        })?;
+                        Ok(if autoscaled {
+                            Some(topology::worker_autoscaling(c, i, name, min, max))
+                        } else if at_target(c) {
+                            None
+                        } else {
+                            Some(topology::worker_replicas(c, i, name, n))
+                        })
+                    })
+                    .await?;
                 if autoscaled {
                     return Ok(Progress::Complete);
                 }
+                Ok(Progress::Waiting(wait))
             }
         }
-        self.track(&mc.name, &stack, which, n);
-        Ok(Progress::InProgress)
     }
 
     async fn upgrade(
@@ -487,23 +532,42 @@ impl Lifecycle for KubeClusterApiDriver {
         let version = topology::kube_version(cluster, template).ok_or_else(|| {
             DriverError::Rejected("the cluster template has no kube_tag label".into())
         })?;
-        self.api(mc, &self.resources.cluster)
+        let class = template
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("capi_cluster_class"))
+            .and_then(Value::as_str);
+        let current = self.get_cluster(mc, &stack).await?;
+        let topo = |p: &str| {
+            current
+                .pointer(&format!("/spec/topology/{p}"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let class_now = topo("classRef/name").or_else(|| topo("class"));
+        if topo("version").as_deref() == Some(version.as_str())
+            && class.is_none_or(|c| class_now.as_deref() == Some(c))
+        {
+            return Ok(Progress::Waiting(self.wait_on(
+                mc,
+                &stack,
+                generation_of(&current),
+            )));
+        }
+        let patched = self
+            .api(mc, &self.resources.cluster)
             .patch(
                 &stack,
                 &PatchParams::default(),
-                &Patch::Merge(&topology::upgrade(
-                    &version,
-                    template
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("capi_cluster_class"))
-                        .and_then(Value::as_str),
-                    &self.api_version,
-                )),
+                &Patch::Merge(&topology::upgrade(&version, class, &self.api_version)),
             )
             .await
             .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
-        Ok(Progress::Complete)
+        Ok(Progress::Waiting(self.wait_on(
+            mc,
+            &stack,
+            patched.metadata.generation,
+        )))
     }
 
     async fn create_nodegroup(
@@ -514,14 +578,14 @@ impl Lifecycle for KubeClusterApiDriver {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
         let entry = topology::worker_entry(nodegroup, &self.defaults.worker_class, false);
-        self.patch_workers(mc, &stack, |c| {
-            Ok(topology::machine_deployment_index(c, &nodegroup.name)
-                .is_none()
-                .then(|| topology::add_worker(entry.clone())))
-        })
-        .await?;
-        self.track(&mc.name, &stack, ng_ref(nodegroup), nodegroup.node_count);
-        Ok(Progress::InProgress)
+        let wait = self
+            .patch_workers(mc, &stack, None, |c| {
+                Ok(topology::machine_deployment_index(c, &nodegroup.name)
+                    .is_none()
+                    .then(|| topology::add_worker(entry.clone())))
+            })
+            .await?;
+        Ok(Progress::Waiting(wait))
     }
 
     async fn update_nodegroup(
@@ -540,7 +604,7 @@ impl Lifecycle for KubeClusterApiDriver {
             ));
         }
         let name = nodegroup.name.clone();
-        self.patch_workers(mc, &stack, |c| {
+        self.patch_workers(mc, &stack, None, |c| {
             let i = topology::machine_deployment_index(c, &name).ok_or_else(|| {
                 DriverError::Rejected(format!("Cluster {stack} has no worker entry named {name}"))
             })?;
@@ -564,12 +628,14 @@ impl Lifecycle for KubeClusterApiDriver {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
         let name = nodegroup.name.clone();
-        self.patch_workers(mc, &stack, |c| {
-            Ok(topology::machine_deployment_index(c, &name)
-                .map(|i| topology::remove_worker(i, &name)))
-        })
-        .await?;
-        Ok(Progress::Complete)
+        let wait = self
+            .patch_workers(mc, &stack, None, |c| {
+                Ok(topology::machine_deployment_index(c, &name)
+                    .map(|i| topology::remove_worker(i, &name)))
+            })
+            .await?;
+        // The row goes when Cluster API has deleted the MachineDeployment and its Machines.
+        Ok(Progress::Waiting(wait))
     }
 
     async fn ca_certificate(
@@ -632,65 +698,97 @@ impl Lifecycle for KubeClusterApiDriver {
         out
     }
 
-    fn watch(&self, reports: mpsc::UnboundedSender<StatusReport>) -> Vec<JoinHandle<()>> {
+    fn watch(&self, changes: mpsc::UnboundedSender<Change>) -> Vec<JoinHandle<()>> {
         let mut handles = Vec::new();
+        let mut caches = Vec::new();
         for mc in &self.management {
-            let watched = [
-                (Kind::Cluster, self.resources.cluster.clone()),
-                (Kind::ControlPlane, self.resources.control_plane.clone()),
-                (
-                    Kind::MachineDeployment,
-                    self.resources.machine_deployment.clone(),
-                ),
-            ];
-            for (kind, ar) in watched {
-                let api = self.api(mc, &ar);
-                let ctx = WatchContext {
-                    mc: mc.name.clone(),
-                    pending: Arc::clone(&self.pending),
-                    reports: reports.clone(),
-                    machines: self.api(mc, &self.resources.machine),
-                };
-                handles.push(tokio::spawn(async move {
-                    let mut stream = watcher(api, watcher::Config::default())
-                        .default_backoff()
-                        .applied_objects()
-                        .boxed();
-                    while let Some(item) = stream.next().await {
-                        match item {
-                            Ok(obj) => match serde_json::to_value(&obj) {
-                                Ok(v) => ctx.observe(kind, &v).await,
-                                Err(e) => tracing::warn!(error = %e, "unreadable object from the watch"),
-                            },
-                            Err(e) => {
-                                count_watch_error(&e);
-                                tracing::warn!(management_cluster = %ctx.mc, error = %e, "watch error; retrying");
-                            }
-                        }
-                    }
-                }));
-            }
-            let ctx = WatchContext {
-                mc: mc.name.clone(),
-                pending: Arc::clone(&self.pending),
-                reports: reports.clone(),
-                machines: self.api(mc, &self.resources.machine),
-            };
-            let deadline = self.deadline;
-            handles.push(tokio::spawn(async move {
-                let mut tick = tokio::time::interval(
-                    Duration::from_secs(1).min(deadline.max(Duration::from_millis(100))),
-                );
-                loop {
-                    tick.tick().await;
-                    if ctx.reports.is_closed() {
-                        break;
-                    }
-                    ctx.expire(deadline);
-                }
-            }));
+            let (cache, tasks) = super::cache::start(
+                &mc.client,
+                &mc.namespace,
+                &self.resources,
+                &mc.name,
+                changes.clone(),
+            );
+            caches.push((mc.name.clone(), cache));
+            handles.extend(tasks);
+        }
+        if let Ok(mut slot) = self.caches.lock() {
+            *slot = caches;
         }
         handles
+    }
+
+    fn observe(&self, op: &InFlight<'_>) -> Verdict {
+        let Some(cache) = self.synced_cache(op.cluster) else {
+            return Verdict::Unknown;
+        };
+        let Some(stack) = op.cluster.stack_id.as_deref().filter(|s| !s.is_empty()) else {
+            return Verdict::Unknown;
+        };
+        let view = cache.view(stack);
+        let control_plane_count = op
+            .nodegroups
+            .iter()
+            .find(|n| n.is_master() && n.is_default())
+            .map_or(1, |n| n.node_count);
+        let workers = op
+            .nodegroups
+            .iter()
+            .filter(|n| !n.is_master())
+            .map(|n| (n.name.as_str(), n.node_count))
+            .collect();
+        progress::verdict(
+            &view,
+            &Awaited {
+                kind: op.kind,
+                nodegroup: op.nodegroup.map(ng_ref),
+                control_plane_count,
+                workers,
+                target_count: op.target_count,
+                target_version: op.target_version,
+                generation: op.generation,
+            },
+        )
+    }
+
+    fn facts(&self, cluster: &Cluster) -> Option<Facts> {
+        let cache = self.synced_cache(cluster)?;
+        let stack = cluster.stack_id.as_deref().filter(|s| !s.is_empty())?;
+        let view = cache.view(stack);
+        let api_address = view.cluster.as_ref().and_then(status::api_address);
+        let coe_version = view
+            .control_plane
+            .as_ref()
+            .and_then(|k| k.pointer("/status/version"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut groups = vec![NodeGroupRef::ControlPlane];
+        groups.extend(view.deployments.iter().filter_map(|d| {
+            d.pointer("/metadata/labels")
+                .and_then(|l| l.get(topology::DEPLOYMENT_NAME_LABEL))
+                .and_then(Value::as_str)
+                .map(|n| NodeGroupRef::Worker(n.to_string()))
+        }));
+        let addresses = groups
+            .into_iter()
+            .map(|g| {
+                let mut a: Vec<String> = view
+                    .machines_of(&g)
+                    .flat_map(status::machine_addresses)
+                    .collect();
+                a.sort();
+                (g, a)
+            })
+            .collect();
+        Some(Facts {
+            api_address,
+            coe_version,
+            addresses,
+        })
+    }
+
+    fn progress_deadline(&self) -> Duration {
+        self.deadline
     }
 }
 
@@ -701,188 +799,5 @@ impl Driver for KubeClusterApiDriver {
 
     fn provides(&self) -> &[Triple] {
         &self.provides
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Cluster,
-    ControlPlane,
-    MachineDeployment,
-}
-
-/// What a watcher task needs: where to look up targets and where to report.
-struct WatchContext {
-    mc: String,
-    pending: Arc<Mutex<HashMap<PendingKey, Pending>>>,
-    reports: mpsc::UnboundedSender<StatusReport>,
-    machines: Api<DynamicObject>,
-}
-
-fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/labels")
-        .and_then(|l| l.get(key))
-        .and_then(Value::as_str)
-}
-
-impl WatchContext {
-    fn send(&self, report: StatusReport) {
-        let _ = self.reports.send(report);
-    }
-
-    /// The addresses of the Machines of one nodegroup, reported when a KCP or MD changes.
-    async fn report_addresses(&self, stack: &str, ng: NodeGroupRef) {
-        let selector = topology::machine_selector(stack, &ng);
-        let Ok(list) = self
-            .machines
-            .list(&ListParams::default().labels(&selector))
-            .await
-        else {
-            return;
-        };
-        let mut addresses: Vec<String> = list
-            .items
-            .iter()
-            .filter_map(|m| serde_json::to_value(m).ok())
-            .flat_map(|m| status::machine_addresses(&m))
-            .collect();
-        addresses.sort();
-        self.send(StatusReport::Addresses {
-            stack_id: stack.to_string(),
-            nodegroup: ng,
-            addresses,
-        });
-    }
-
-    async fn observe(&self, kind: Kind, obj: &Value) {
-        match kind {
-            Kind::Cluster => self.observe_cluster(obj),
-            Kind::ControlPlane => {
-                if let Some(stack) = label(obj, topology::CLUSTER_NAME_LABEL) {
-                    if let Some(v) = obj.pointer("/status/version").and_then(Value::as_str) {
-                        self.send(StatusReport::ClusterFacts {
-                            stack_id: stack.to_string(),
-                            api_address: None,
-                            coe_version: Some(v.to_string()),
-                        });
-                    }
-                    self.observe_scaled(stack, NodeGroupRef::ControlPlane, obj);
-                    self.report_addresses(stack, NodeGroupRef::ControlPlane)
-                        .await;
-                }
-            }
-            Kind::MachineDeployment => {
-                if let (Some(stack), Some(ng)) = (
-                    label(obj, topology::CLUSTER_NAME_LABEL),
-                    label(obj, topology::DEPLOYMENT_NAME_LABEL),
-                ) {
-                    self.observe_scaled(stack, NodeGroupRef::Worker(ng.to_string()), obj);
-                    self.report_addresses(stack, NodeGroupRef::Worker(ng.to_string()))
-                        .await;
-                }
-            }
-        }
-    }
-
-    fn observe_cluster(&self, obj: &Value) {
-        let Some(stack) = obj.pointer("/metadata/name").and_then(Value::as_str) else {
-            return;
-        };
-        if let Some(address) = status::api_address(obj) {
-            self.send(StatusReport::ClusterFacts {
-                stack_id: stack.to_string(),
-                api_address: Some(address),
-                coe_version: None,
-            });
-        }
-        let Some(reason) = status::topology_failure(obj) else {
-            return;
-        };
-        let failed: Vec<PendingKey> = match self.pending.lock() {
-            Ok(mut p) => {
-                let keys: Vec<PendingKey> = p
-                    .keys()
-                    .filter(|(m, s, _)| *m == self.mc && s == stack)
-                    .cloned()
-                    .collect();
-                for k in &keys {
-                    if let Some(e) = p.remove(k) {
-                        crate::telemetry::metrics::reconcile_lag("failed", e.changed.elapsed());
-                    }
-                }
-                keys
-            }
-            Err(_) => Vec::new(),
-        };
-        for (_, stack, ng) in failed {
-            self.send(StatusReport::NodeGroup {
-                stack_id: stack,
-                nodegroup: ng,
-                observed: Observed::Failed {
-                    reason: reason.clone(),
-                },
-            });
-        }
-    }
-
-    fn observe_scaled(&self, stack: &str, ng: NodeGroupRef, obj: &Value) {
-        let key = (self.mc.clone(), stack.to_string(), ng.clone());
-        let observed = {
-            let Ok(mut p) = self.pending.lock() else {
-                return;
-            };
-            let Some(entry) = p.get_mut(&key) else { return };
-            let observed = status::scaled(obj, entry.target);
-            let marker = status::progress_marker(obj);
-            if marker != entry.marker {
-                entry.marker = marker;
-                entry.since = Instant::now();
-            }
-            if observed == Observed::Complete {
-                crate::telemetry::metrics::reconcile_lag("complete", entry.changed.elapsed());
-                p.remove(&key);
-            }
-            observed
-        };
-        self.send(StatusReport::NodeGroup {
-            stack_id: stack.to_string(),
-            nodegroup: ng,
-            observed,
-        });
-    }
-
-    fn expire(&self, deadline: Duration) {
-        let expired: Vec<PendingKey> = match self.pending.lock() {
-            Ok(mut p) => {
-                let keys: Vec<PendingKey> = p
-                    .iter()
-                    .filter(|((m, _, _), e)| *m == self.mc && e.since.elapsed() > deadline)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for k in &keys {
-                    if let Some(e) = p.remove(k) {
-                        crate::telemetry::metrics::reconcile_lag("failed", e.changed.elapsed());
-                    }
-                }
-                keys
-            }
-            Err(_) => Vec::new(),
-        };
-        for (_, stack, ng) in expired {
-            let what = match &ng {
-                NodeGroupRef::ControlPlane => "the control plane".to_string(),
-                NodeGroupRef::Worker(n) => format!("nodegroup {n}"),
-            };
-            self.send(StatusReport::NodeGroup {
-                stack_id: stack,
-                nodegroup: ng,
-                observed: Observed::Failed {
-                    reason: format!(
-                        "Cluster API made no progress on {what} within {} seconds",
-                        deadline.as_secs()
-                    ),
-                },
-            });
-        }
     }
 }

@@ -95,11 +95,22 @@ async fn control_plane_resize_merge_patches_only_the_replicas() {
     let server = tokio::spawn(async move {
         expect(
             &mut handle,
+            "GET",
+            CLUSTER_PATH,
+            None,
+            None,
+            cluster_object(),
+        )
+        .await;
+        let mut patched = cluster_object();
+        patched["metadata"]["generation"] = json!(2);
+        expect(
+            &mut handle,
             "PATCH",
             &format!("{CLUSTER_PATH}?"),
             Some("application/merge-patch+json"),
             Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 3}}}})),
-            cluster_object(),
+            patched,
         )
         .await;
     });
@@ -111,7 +122,10 @@ async fn control_plane_resize_merge_patches_only_the_replicas() {
         .resize(&cluster(), &nodegroup("default-master", "master"), &req)
         .await
         .expect("resize");
-    assert_eq!(p, Progress::InProgress);
+    match p {
+        Progress::Waiting(w) => assert_eq!(w.generation, Some(2)),
+        other => panic!("expected a wait on generation 2, got {other:?}"),
+    }
     server.await.expect("scenario");
 }
 
@@ -155,6 +169,9 @@ async fn worker_resize_reads_then_json_patches_the_named_entry() {
 async fn control_plane_scale_down_annotates_the_named_machine_first() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
+        let mut three = cluster_object();
+        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
+        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
         expect(
             &mut handle,
             "GET",
@@ -195,5 +212,32 @@ async fn control_plane_scale_down_annotates_the_named_machine_first() {
     d.resize(&cluster(), &nodegroup("default-master", "master"), &req)
         .await
         .expect("resize");
+    server.await.expect("scenario");
+}
+
+#[tokio::test]
+async fn repeated_control_plane_resize_sends_no_second_patch() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        let mut three = cluster_object();
+        three["metadata"]["generation"] = json!(4);
+        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
+        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
+        // Nothing more until the driver (and so its client) is dropped.
+        assert!(handle.next_request().await.is_none(), "a second request was sent");
+    });
+    let req = ResizeRequest {
+        node_count: 3,
+        nodes_to_remove: vec!["node-2".into()],
+    };
+    let p = d
+        .resize(&cluster(), &nodegroup("default-master", "master"), &req)
+        .await
+        .expect("resize");
+    match p {
+        Progress::Waiting(w) => assert_eq!(w.generation, Some(4)),
+        other => panic!("expected a wait on generation 4, got {other:?}"),
+    }
+    drop(d);
     server.await.expect("scenario");
 }

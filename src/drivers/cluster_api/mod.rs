@@ -6,8 +6,10 @@
 //! ([`kube_driver`]); without, it records operations only ([`RecordOnlyDriver`]).
 
 pub mod ca;
+pub mod cache;
 pub mod kube_driver;
 pub mod leader;
+pub mod progress;
 pub mod status;
 pub mod topology;
 
@@ -40,6 +42,11 @@ pub struct ClusterApiConfig {
     pub worker_class: String,
     /// An operation on which Cluster API shows no progress for this long fails.
     pub progress_deadline_seconds: u64,
+    /// Let even control-plane sizes through to Cluster API (off: odd sizes only, as
+    /// magnum-cluster-api). For ClusterClasses with external etcd; with stacked etcd the
+    /// KubeadmControlPlane webhook refuses them and the resize ends `UPDATE_FAILED` with the
+    /// webhook's message.
+    pub allow_even_control_plane: bool,
     /// Management clusters; none: record operations only.
     pub management_clusters: Vec<ManagementClusterConfig>,
     /// Replicas elect a leader through a Lease in the first management cluster's
@@ -84,6 +91,7 @@ impl Default for ClusterApiConfig {
             cluster_class: "magnum-v0.38.1".into(),
             worker_class: "default-worker".into(),
             progress_deadline_seconds: 1800,
+            allow_even_control_plane: false,
             management_clusters: Vec::new(),
             leader_election: true,
             lease_name: "magnum-rs".into(),

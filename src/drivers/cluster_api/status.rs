@@ -9,7 +9,16 @@
 
 use serde_json::Value;
 
-pub use crate::drivers::Observed;
+/// What the Cluster API objects say about one awaited change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// The change is done.
+    Complete,
+    /// Still moving; `reason` is shown as the status reason.
+    InProgress { reason: Option<String> },
+    /// Cluster API rejected the change.
+    Failed { reason: String },
+}
 
 fn int(v: &Value, path: &str) -> Option<i64> {
     v.pointer(path).and_then(Value::as_i64)

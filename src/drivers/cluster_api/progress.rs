@@ -1,0 +1,558 @@
+//! Where an operation in flight stands, from what the real Cluster API controllers write:
+//! pure functions over one workload cluster's objects (its `Cluster`, KubeadmControlPlane,
+//! MachineDeployments and Machines), as the driver's watch caches hold them.
+//!
+//! Seen on Cluster API v1.13 (core, KCP, CABPK, CAPD in-memory; recordings in
+//! `shared/reference/capi-real/observed`):
+//! - a scale is done when the object has observed its latest spec and its v1beta2 counters
+//!   (`replicas`, `readyReplicas`, `availableReplicas`, `upToDateReplicas`) all equal the
+//!   target ([`status::scaled`]);
+//! - while it moves, the `ScalingUp`/`ScalingDown`/`RollingOut` conditions carry the
+//!   controller's own text ("Scaling up from 2 to 3 replicas is blocked because: …");
+//! - a size the KCP webhook refuses is accepted on the Cluster, and the topology controller
+//!   reports it as `TopologyReconciled` False, reason `ReconcileFailed`, with the webhook's
+//!   message and the Cluster generation it looked at;
+//! - an upgrade is done when every Machine of the cluster runs the new version and the
+//!   control plane and deployments are rolled out (`upToDateReplicas == replicas`).
+
+use serde_json::Value;
+
+use super::status;
+use super::topology::{CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
+use crate::drivers::{NodeGroupRef, Verdict};
+use crate::store::operations::OpKind;
+
+/// One workload cluster's objects, as JSON.
+#[derive(Clone, Debug, Default)]
+pub struct StackView {
+    pub cluster: Option<Value>,
+    pub control_plane: Option<Value>,
+    pub deployments: Vec<Value>,
+    pub machines: Vec<Value>,
+}
+
+/// What an operation waits for, in Cluster API terms.
+#[derive(Clone, Debug)]
+pub struct Awaited<'a> {
+    pub kind: OpKind,
+    /// The operation's nodegroup.
+    pub nodegroup: Option<NodeGroupRef>,
+    /// The control plane's count and each worker nodegroup's (name, count): what a create
+    /// waits for.
+    pub control_plane_count: i64,
+    pub workers: Vec<(&'a str, i64)>,
+    pub target_count: Option<i64>,
+    pub target_version: Option<&'a str>,
+    /// The Cluster generation the driver's change produced.
+    pub generation: Option<i64>,
+}
+
+fn label<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
+    obj.pointer("/metadata/labels")
+        .and_then(|l| l.get(key))
+        .and_then(Value::as_str)
+}
+
+fn name(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+impl StackView {
+    pub fn deployment(&self, nodegroup: &str) -> Option<&Value> {
+        self.deployments
+            .iter()
+            .find(|d| label(d, DEPLOYMENT_NAME_LABEL) == Some(nodegroup))
+    }
+
+    /// The Machines of one nodegroup.
+    pub fn machines_of<'s>(&'s self, ng: &'s NodeGroupRef) -> impl Iterator<Item = &'s Value> {
+        self.machines.iter().filter(move |m| match ng {
+            NodeGroupRef::ControlPlane => label(m, CONTROL_PLANE_LABEL).is_some(),
+            NodeGroupRef::Worker(n) => label(m, DEPLOYMENT_NAME_LABEL) == Some(n.as_str()),
+        })
+    }
+
+    fn object_of(&self, ng: &NodeGroupRef) -> Option<&Value> {
+        match ng {
+            NodeGroupRef::ControlPlane => self.control_plane.as_ref(),
+            NodeGroupRef::Worker(n) => self.deployment(n),
+        }
+    }
+}
+
+fn conditions(v: &Value) -> impl Iterator<Item = &Value> {
+    v.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn condition<'v>(v: &'v Value, kind: &str) -> Option<&'v Value> {
+    conditions(v).find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+fn condition_true(v: &Value, kind: &str) -> bool {
+    condition(v, kind)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True")
+}
+
+/// The controller's own words while an object moves: the message of a True
+/// `ScalingUp`/`ScalingDown`/`RollingOut` condition, or of a False `Available` one.
+pub fn moving_message(obj: &Value) -> Option<String> {
+    let message = |c: &Value| {
+        c.get("message")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    };
+    for kind in ["ScalingUp", "ScalingDown", "RollingOut"] {
+        if let Some(m) = condition(obj, kind)
+            .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+            .and_then(message)
+        {
+            return Some(m);
+        }
+    }
+    condition(obj, "Available")
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some("False"))
+        .and_then(message)
+}
+
+/// A hard failure the topology controller reported for our change (or a later one): a
+/// `ReconcileFailed` `TopologyReconciled` condition whose generation is not older than
+/// `since`.
+pub fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<String> {
+    let c = condition(cluster, "TopologyReconciled")?;
+    let failed = c.get("status").and_then(Value::as_str) == Some("False")
+        && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed");
+    let seen = c.get("observedGeneration").and_then(Value::as_i64);
+    let current = match (since, seen) {
+        (Some(since), Some(seen)) => seen >= since,
+        _ => status::topology_failure(cluster).is_some(),
+    };
+    (failed && current).then(|| {
+        c.get("message")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .unwrap_or("Cluster API could not reconcile the cluster topology")
+            .to_string()
+    })
+}
+
+/// The topology controller's message while it has not applied the latest spec (e.g. an
+/// upgrade waiting for the control plane).
+fn topology_pending(cluster: &Value) -> Option<String> {
+    condition(cluster, "TopologyReconciled")
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some("False"))
+        .and_then(|c| c.get("message").and_then(Value::as_str))
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+}
+
+fn int(v: &Value, path: &str) -> Option<i64> {
+    v.pointer(path).and_then(Value::as_i64)
+}
+
+/// The counters that show progress of one object, as text.
+fn marker_of(obj: Option<&Value>) -> String {
+    match obj {
+        None => "-".into(),
+        Some(o) => status::progress_marker(o)
+            .iter()
+            .map(|c| c.map_or("-".to_string(), |n| n.to_string()))
+            .collect::<Vec<_>>()
+            .join("/"),
+    }
+}
+
+/// A marker of everything that shows progress of the nodegroups involved: the objects'
+/// counters, and the Machines with their phases (a Machine created or gone is progress).
+fn marker(view: &StackView, groups: &[NodeGroupRef]) -> String {
+    let mut parts = Vec::new();
+    for g in groups {
+        parts.push(marker_of(view.object_of(g)));
+        let mut ms: Vec<String> = view
+            .machines_of(g)
+            .map(|m| {
+                format!(
+                    "{}:{}",
+                    name(m),
+                    m.pointer("/status/phase")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                )
+            })
+            .collect();
+        ms.sort();
+        parts.push(ms.join(","));
+    }
+    parts.join(";")
+}
+
+fn what(ng: &NodeGroupRef) -> String {
+    match ng {
+        NodeGroupRef::ControlPlane => "the control plane".into(),
+        NodeGroupRef::Worker(n) => format!("nodegroup {n}"),
+    }
+}
+
+/// Whether one nodegroup's object has reached `target` replicas, with the controller's
+/// message when it has not.
+fn scaled(view: &StackView, ng: &NodeGroupRef, target: i64) -> Result<(), String> {
+    let Some(obj) = view.object_of(ng) else {
+        return Err(format!("waiting for Cluster API to create {}", what(ng)));
+    };
+    // The topology controller copies the Cluster's replicas into the object first.
+    let spec = int(obj, "/spec/replicas");
+    if spec.is_some_and(|s| s != target) {
+        return Err(format!(
+            "waiting for Cluster API to apply {target} replicas to {} (now {})",
+            what(ng),
+            spec.unwrap_or_default()
+        ));
+    }
+    match status::scaled(obj, target) {
+        status::Observed::Complete => Ok(()),
+        _ => Err(moving_message(obj).unwrap_or_else(|| {
+            format!(
+                "{}: {} of {target} replicas ready",
+                what(ng),
+                int(obj, "/status/readyReplicas").unwrap_or(0)
+            )
+        })),
+    }
+}
+
+/// Whether every Machine of the cluster runs `version` and every object is rolled out.
+fn upgraded(view: &StackView, version: &str) -> Result<(), String> {
+    if let Some(kcp) = &view.control_plane {
+        if kcp.pointer("/spec/version").and_then(Value::as_str) != Some(version)
+            || kcp.pointer("/status/version").and_then(Value::as_str) != Some(version)
+        {
+            return Err(moving_message(kcp)
+                .or_else(|| view.cluster.as_ref().and_then(topology_pending))
+                .unwrap_or_else(|| format!("upgrading the control plane to {version}")));
+        }
+        let target = int(kcp, "/spec/replicas").unwrap_or(1);
+        scaled(view, &NodeGroupRef::ControlPlane, target)?;
+    }
+    for md in &view.deployments {
+        let n = label(md, DEPLOYMENT_NAME_LABEL)
+            .unwrap_or_default()
+            .to_string();
+        if md
+            .pointer("/spec/template/spec/version")
+            .and_then(Value::as_str)
+            != Some(version)
+        {
+            return Err(view
+                .cluster
+                .as_ref()
+                .and_then(topology_pending)
+                .unwrap_or_else(|| format!("waiting to upgrade nodegroup {n} to {version}")));
+        }
+        let target = int(md, "/spec/replicas").unwrap_or(0);
+        scaled(view, &NodeGroupRef::Worker(n), target)?;
+    }
+    let old: Vec<&str> = view
+        .machines
+        .iter()
+        .filter(|m| m.pointer("/spec/version").and_then(Value::as_str) != Some(version))
+        .map(name)
+        .collect();
+    if !old.is_empty() {
+        return Err(format!(
+            "{} machine(s) not yet at {version}: {}",
+            old.len(),
+            old.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The verdict for an operation in flight on one workload cluster.
+pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
+    let in_progress = |reason: String, groups: &[NodeGroupRef]| Verdict::InProgress {
+        reason: Some(reason),
+        marker: marker(view, groups),
+    };
+    if w.kind == OpKind::DeleteCluster {
+        return match &view.cluster {
+            None => Verdict::Complete,
+            Some(_) => in_progress(
+                format!(
+                    "Cluster API is deleting the cluster ({} machine(s) left)",
+                    view.machines.len()
+                ),
+                &[NodeGroupRef::ControlPlane],
+            ),
+        };
+    }
+    let Some(cluster) = &view.cluster else {
+        return Verdict::Failed {
+            reason: "the Cluster object is gone from the management cluster".into(),
+        };
+    };
+    if let Some(reason) = topology_failure(cluster, w.generation) {
+        return Verdict::Failed { reason };
+    }
+    let ng = w.nodegroup.clone();
+    match (w.kind, ng) {
+        (OpKind::CreateCluster, _) => {
+            let mut groups = vec![NodeGroupRef::ControlPlane];
+            groups.extend(
+                w.workers
+                    .iter()
+                    .map(|(n, _)| NodeGroupRef::Worker(n.to_string())),
+            );
+            if let Err(r) = scaled(view, &NodeGroupRef::ControlPlane, w.control_plane_count) {
+                return in_progress(r, &groups);
+            }
+            if !condition_true(cluster, "ControlPlaneAvailable") {
+                let r = condition(cluster, "ControlPlaneAvailable")
+                    .and_then(|c| c.get("message").and_then(Value::as_str))
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or("waiting for the control plane to become available")
+                    .to_string();
+                return in_progress(r, &groups);
+            }
+            for (n, count) in &w.workers {
+                if let Err(r) = scaled(view, &NodeGroupRef::Worker(n.to_string()), *count) {
+                    return in_progress(r, &groups);
+                }
+            }
+            Verdict::Complete
+        }
+        (OpKind::Resize | OpKind::CreateNodeGroup, Some(g)) => {
+            let target = w.target_count.unwrap_or(1);
+            match scaled(view, &g, target) {
+                Ok(()) if view.machines_of(&g).count() as i64 == target => Verdict::Complete,
+                Ok(()) => in_progress(
+                    format!("waiting for the Machines of {} to reach {target}", what(&g)),
+                    std::slice::from_ref(&g),
+                ),
+                Err(r) => in_progress(r, std::slice::from_ref(&g)),
+            }
+        }
+        (OpKind::DeleteNodeGroup, Some(g)) => {
+            let left = view.machines_of(&g).count();
+            if view.object_of(&g).is_none() && left == 0 {
+                Verdict::Complete
+            } else {
+                in_progress(
+                    format!(
+                        "Cluster API is deleting {} ({left} machine(s) left)",
+                        what(&g)
+                    ),
+                    std::slice::from_ref(&g),
+                )
+            }
+        }
+        (OpKind::Upgrade, _) => {
+            let Some(version) = w.target_version else {
+                return Verdict::Complete;
+            };
+            let mut groups = vec![NodeGroupRef::ControlPlane];
+            groups.extend(view.deployments.iter().filter_map(|d| {
+                label(d, DEPLOYMENT_NAME_LABEL).map(|n| NodeGroupRef::Worker(n.to_string()))
+            }));
+            match upgraded(view, version) {
+                Ok(()) => Verdict::Complete,
+                Err(r) => {
+                    let versions: Vec<String> = view
+                        .machines
+                        .iter()
+                        .map(|m| {
+                            format!(
+                                "{}={}",
+                                name(m),
+                                m.pointer("/spec/version")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                            )
+                        })
+                        .collect();
+                    Verdict::InProgress {
+                        reason: Some(r),
+                        marker: format!("{}|{}", marker(view, &groups), versions.join(",")),
+                    }
+                }
+            }
+        }
+        // Nothing to wait for (autoscaling updates complete at once).
+        _ => Verdict::Complete,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::topology::CLUSTER_NAME_LABEL;
+    use super::*;
+    use serde_json::json;
+
+    fn kcp(spec: i64, counters: [i64; 4], scaling_up: Option<&str>) -> Value {
+        let mut conditions = vec![
+            json!({"type": "Available", "status": "True", "reason": "Available", "message": ""}),
+        ];
+        if let Some(m) = scaling_up {
+            conditions.push(
+                json!({"type": "ScalingUp", "status": "True", "reason": "ScalingUp", "message": m}),
+            );
+        }
+        json!({"metadata": {"name": "kube-a-cp", "generation": 2, "labels": {CLUSTER_NAME_LABEL: "kube-a"}},
+               "spec": {"replicas": spec, "version": "v1.34.0"},
+               "status": {"observedGeneration": 2, "replicas": counters[0], "readyReplicas": counters[1],
+                          "availableReplicas": counters[2], "upToDateReplicas": counters[3],
+                          "version": "v1.34.0", "conditions": conditions}})
+    }
+
+    fn machine(n: &str, cp: bool, version: &str) -> Value {
+        let mut labels = json!({CLUSTER_NAME_LABEL: "kube-a"});
+        if cp {
+            labels[CONTROL_PLANE_LABEL] = json!("");
+        } else {
+            labels[DEPLOYMENT_NAME_LABEL] = json!("default-worker");
+        }
+        json!({"metadata": {"name": n, "labels": labels}, "spec": {"version": version},
+               "status": {"phase": "Running"}})
+    }
+
+    fn cluster(generation: i64, topology: Value) -> Value {
+        json!({"metadata": {"name": "kube-a", "generation": generation},
+               "status": {"conditions": [topology,
+                   {"type": "ControlPlaneAvailable", "status": "True", "reason": "Available", "message": ""}]}})
+    }
+
+    fn ok_topology(generation: i64) -> Value {
+        json!({"type": "TopologyReconciled", "status": "True", "reason": "ReconcileSucceeded", "observedGeneration": generation})
+    }
+
+    fn resize(target: i64, generation: i64) -> Awaited<'static> {
+        Awaited {
+            kind: OpKind::Resize,
+            nodegroup: Some(NodeGroupRef::ControlPlane),
+            control_plane_count: target,
+            workers: vec![],
+            target_count: Some(target),
+            target_version: None,
+            generation: Some(generation),
+        }
+    }
+
+    #[test]
+    fn control_plane_resize_reports_the_real_kcp_message_then_completes() {
+        // As recorded on KCP v1.13 scaling 1 -> 3 (kcp-samples-startup0s-2-scale-up).
+        let blocked = "Scaling up from 2 to 3 replicas is blocked because:\n* waiting for control plane components to become healthy\n* waiting for etcd cluster to become healthy";
+        let mut view = StackView {
+            cluster: Some(cluster(2, ok_topology(2))),
+            control_plane: Some(kcp(3, [2, 1, 1, 2], Some(blocked))),
+            deployments: vec![],
+            machines: vec![
+                machine("m1", true, "v1.34.0"),
+                machine("m2", true, "v1.34.0"),
+            ],
+        };
+        match verdict(&view, &resize(3, 2)) {
+            Verdict::InProgress { reason, .. } => assert_eq!(reason.as_deref(), Some(blocked)),
+            other => panic!("expected in progress, got {other:?}"),
+        }
+        view.control_plane = Some(kcp(3, [3, 3, 3, 3], None));
+        view.machines.push(machine("m3", true, "v1.34.0"));
+        assert_eq!(verdict(&view, &resize(3, 2)), Verdict::Complete);
+    }
+
+    #[test]
+    fn kcp_webhook_refusal_fails_only_for_the_generation_it_speaks_of() {
+        let refused = json!({"type": "TopologyReconciled", "status": "False", "reason": "ReconcileFailed",
+            "observedGeneration": 3,
+            "message": "error reconciling the Cluster topology: failed to update KubeadmControlPlane magnum-system/kube-a-cp: admission webhook \"validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: KubeadmControlPlane.controlplane.cluster.x-k8s.io \"kube-a-cp\" is invalid: spec.replicas: Forbidden: cannot be an even number when etcd is stacked"});
+        let view = StackView {
+            cluster: Some(cluster(3, refused)),
+            control_plane: Some(kcp(1, [1, 1, 1, 1], None)),
+            deployments: vec![],
+            machines: vec![machine("m1", true, "v1.34.0")],
+        };
+        match verdict(&view, &resize(2, 3)) {
+            Verdict::Failed { reason } => {
+                assert!(reason.contains("cannot be an even number"), "{reason}")
+            }
+            other => panic!("expected failure, got {other:?}"),
+        }
+        // A later change (generation 4) is not failed by the condition about generation 3.
+        assert!(matches!(
+            verdict(&view, &resize(1, 4)),
+            Verdict::Complete | Verdict::InProgress { .. }
+        ));
+    }
+
+    #[test]
+    fn progress_marker_changes_when_a_machine_appears() {
+        let mut view = StackView {
+            cluster: Some(cluster(2, ok_topology(2))),
+            control_plane: Some(kcp(3, [1, 1, 1, 1], None)),
+            deployments: vec![],
+            machines: vec![machine("m1", true, "v1.34.0")],
+        };
+        let first = verdict(&view, &resize(3, 2));
+        view.machines.push(machine("m2", true, "v1.34.0"));
+        let second = verdict(&view, &resize(3, 2));
+        match (first, second) {
+            (Verdict::InProgress { marker: a, .. }, Verdict::InProgress { marker: b, .. }) => {
+                assert_ne!(a, b)
+            }
+            other => panic!("expected two in-progress verdicts, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn upgrade_completes_only_when_every_machine_runs_the_new_version() {
+        let mut cp = kcp(1, [1, 1, 1, 1], None);
+        cp["spec"]["version"] = json!("v1.34.1");
+        cp["status"]["version"] = json!("v1.34.1");
+        let mut view = StackView {
+            cluster: Some(cluster(5, ok_topology(5))),
+            control_plane: Some(cp),
+            deployments: vec![],
+            machines: vec![
+                machine("m1", true, "v1.34.1"),
+                machine("w1", false, "v1.34.0"),
+            ],
+        };
+        let w = Awaited {
+            kind: OpKind::Upgrade,
+            nodegroup: Some(NodeGroupRef::Worker("default-worker".into())),
+            control_plane_count: 1,
+            workers: vec![],
+            target_count: None,
+            target_version: Some("v1.34.1"),
+            generation: Some(5),
+        };
+        assert!(matches!(verdict(&view, &w), Verdict::InProgress { .. }));
+        view.machines[1] = machine("w2", false, "v1.34.1");
+        assert_eq!(verdict(&view, &w), Verdict::Complete);
+    }
+
+    #[test]
+    fn cluster_delete_completes_when_the_cluster_object_is_gone() {
+        let w = Awaited {
+            kind: OpKind::DeleteCluster,
+            nodegroup: None,
+            control_plane_count: 1,
+            workers: vec![],
+            target_count: None,
+            target_version: None,
+            generation: None,
+        };
+        let gone = StackView::default();
+        assert_eq!(verdict(&gone, &w), Verdict::Complete);
+        let deleting = StackView {
+            cluster: Some(cluster(2, ok_topology(2))),
+            ..StackView::default()
+        };
+        assert!(matches!(verdict(&deleting, &w), Verdict::InProgress { .. }));
+    }
+}

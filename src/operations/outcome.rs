@@ -1,0 +1,296 @@
+//! How an operation ends, each outcome in one transaction guarded by the operation's state
+//! (whoever ends it first wins; a second writer changes nothing): `*_COMPLETE`, waiting for
+//! the backend, or `*_FAILED` with the reason.
+
+use serde_json::Value;
+
+use super::dispatch::{Done, Subject};
+use crate::drivers::{Progress, WaitOn};
+use crate::model::{status, NodeGroup};
+use crate::state::AppState;
+use crate::store::operations::{op_state, Batch, OpKind, Operation, Wait};
+use crate::store::Bind;
+
+/// Whether other operations of the cluster are still open (then the cluster's own status
+/// stays in progress).
+pub async fn others_open(state: &AppState, op: &Operation) -> Result<bool, sqlx::Error> {
+    state
+        .store
+        .has_open_operations(&op.cluster_uuid, op.id)
+        .await
+}
+
+/// Writes what the driver answered for a running operation.
+pub async fn after_driver(
+    state: &AppState,
+    op: &Operation,
+    s: &Subject,
+    done: Done,
+) -> Result<(), sqlx::Error> {
+    let wait = match done {
+        Done::Progress(Progress::Complete) => None,
+        Done::Progress(Progress::Waiting(w)) => Some(w),
+        Done::Created(c) => {
+            // The backend's name and facts first (idempotent, not an outcome).
+            let mut changes = vec![
+                ("stack_id", Bind::Text(c.stack_id.clone())),
+                ("api_address", Bind::Text(c.api_address.clone())),
+            ];
+            if let Some(v) = c.coe_version.clone() {
+                changes.push(("coe_version", Bind::text(v)));
+            }
+            let mut batch = Batch::default().update("cluster", s.cluster.id, changes);
+            for ng in &s.nodegroups {
+                batch = batch.update(
+                    "nodegroup",
+                    ng.id,
+                    vec![("stack_id", Bind::Text(c.stack_id.clone()))],
+                );
+            }
+            state.store.commit(batch).await?;
+            c.wait
+        }
+    };
+    match wait {
+        None => finish(state, op, s, op_state::RUNNING).await,
+        Some(w) => start_waiting(state, op, s, w).await,
+    }
+}
+
+/// The operation now waits for the backend: what it waits for and its deadline are stored,
+/// and the reconciler looks at it at once (the change may already be visible).
+async fn start_waiting(
+    state: &AppState,
+    op: &Operation,
+    s: &Subject,
+    w: WaitOn,
+) -> Result<(), sqlx::Error> {
+    let wait = Wait {
+        object: w.object,
+        generation: w.generation,
+        deadline_seconds: s.driver.progress_deadline().as_secs(),
+    };
+    if !state.store.start_waiting(op, &wait).await? {
+        return Ok(());
+    }
+    tracing::info!(operation = op.id, kind = op.kind.as_str(), object = %wait.object,
+        generation = ?wait.generation, "operation waits for the backend");
+    if let Some(waiting) = state
+        .store
+        .waiting_operations(Some(&op.cluster_uuid))
+        .await?
+        .into_iter()
+        .find(|o| o.id == op.id)
+    {
+        super::reconcile::reconcile_op(state, &waiting).await?;
+    }
+    Ok(())
+}
+
+/// The `kube_tag` label of the template an upgrade moves to.
+pub async fn kube_tag(state: &AppState, op: &Operation) -> Result<Option<String>, sqlx::Error> {
+    let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    Ok(state
+        .store
+        .template_by_uuid(t)
+        .await?
+        .and_then(|t| t.labels)
+        .and_then(|l| {
+            l.get("kube_tag")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }))
+}
+
+/// `*_COMPLETE` (or the row removed, for deletes), from state `from`, in one transaction.
+pub async fn finish(
+    state: &AppState,
+    op: &Operation,
+    s: &Subject,
+    from: &'static str,
+) -> Result<(), sqlx::Error> {
+    let cluster_done = !others_open(state, op).await?;
+    let mut batch = Batch::default();
+    let cluster_status = |b: Batch, st: &str| {
+        b.update(
+            "cluster",
+            s.cluster.id,
+            vec![
+                ("status", Bind::text(st)),
+                ("status_reason", Bind::Text(None)),
+            ],
+        )
+    };
+    match op.kind {
+        OpKind::CreateCluster => {
+            let mut ch = vec![
+                ("status", Bind::text(status::CREATE_COMPLETE)),
+                ("status_reason", Bind::Text(None)),
+            ];
+            // Every real driver shows the Kubernetes version by now: the control plane's,
+            // or the template's kube_tag.
+            let facts = s.driver.facts(&s.cluster);
+            let version = facts
+                .as_ref()
+                .and_then(|f| f.coe_version.clone())
+                .or_else(|| s.cluster.coe_version.clone())
+                .or_else(|| {
+                    s.template
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("kube_tag"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
+            if let Some(v) = version {
+                ch.push(("coe_version", Bind::text(v)));
+            }
+            if let Some(a) = facts.and_then(|f| f.api_address) {
+                ch.push(("api_address", Bind::text(a)));
+            }
+            batch = batch.update("cluster", s.cluster.id, ch);
+            for ng in &s.nodegroups {
+                batch = batch.update(
+                    "nodegroup",
+                    ng.id,
+                    vec![
+                        ("status", Bind::text(status::CREATE_COMPLETE)),
+                        ("status_reason", Bind::Text(None)),
+                    ],
+                );
+            }
+        }
+        OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
+        OpKind::DeleteNodeGroup => {
+            if let Some(ng) = &s.nodegroup {
+                batch = batch.delete_nodegroup(ng.id);
+            }
+            if cluster_done {
+                batch = cluster_status(batch, status::UPDATE_COMPLETE);
+            }
+        }
+        kind => {
+            let ng_status = if kind == OpKind::CreateNodeGroup {
+                status::CREATE_COMPLETE
+            } else {
+                status::UPDATE_COMPLETE
+            };
+            if let Some(ng) = &s.nodegroup {
+                let mut ch = vec![
+                    ("status", Bind::text(ng_status)),
+                    ("status_reason", Bind::Text(None)),
+                ];
+                if kind == OpKind::Upgrade {
+                    ch.push(("version", Bind::Text(kube_tag(state, op).await?)));
+                }
+                batch = batch.update("nodegroup", ng.id, ch);
+            }
+            let mut ch = Vec::new();
+            if cluster_done {
+                ch.push(("status", Bind::text(status::UPDATE_COMPLETE)));
+                ch.push(("status_reason", Bind::Text(None)));
+            }
+            if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
+                if let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) {
+                    ch.push(("cluster_template_id", Bind::text(t)));
+                }
+                if let Some(tag) = kube_tag(state, op).await? {
+                    ch.push(("coe_version", Bind::text(tag)));
+                }
+            }
+            batch = batch.update("cluster", s.cluster.id, ch);
+        }
+    }
+    let batch = batch.transition(op.id, from, op_state::DONE);
+    if state.store.commit(batch).await? {
+        tracing::info!(operation = op.id, kind = op.kind.as_str(), cluster = %op.cluster_uuid,
+            "operation complete");
+    }
+    Ok(())
+}
+
+/// Ends an operation whose cluster or nodegroup row is already gone (a repeated delete).
+pub async fn done_without_subject(
+    state: &AppState,
+    op: &Operation,
+    from: &'static str,
+) -> Result<(), sqlx::Error> {
+    state
+        .store
+        .transition_operation(op.id, from, op_state::DONE, None)
+        .await?;
+    Ok(())
+}
+
+/// Magnum's conductor on a driver failure: `*_FAILED` with the reason on the cluster and
+/// the nodegroup, and for a resize the previous count back, in one transaction.
+pub async fn fail(
+    state: &AppState,
+    op: &Operation,
+    s: Option<&Subject>,
+    reason: &str,
+    from: &'static str,
+) -> Result<(), sqlx::Error> {
+    let store = &state.store;
+    let (cluster_status, ng_status) = match op.kind {
+        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
+        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
+        _ => (status::UPDATE_FAILED, status::UPDATE_FAILED),
+    };
+    let mut batch = Batch::default();
+    if op.kind == OpKind::Resize {
+        if let (Some(ng), Some(new), Some(old)) = (op.nodegroup_id, op.new_count, op.old_count) {
+            batch = batch.restore_count(ng, new, old);
+        }
+    }
+    // Without a subject (the driver, template or nodegroup could not be loaded) the cluster
+    // and nodegroup that still exist are marked failed too, rather than left in progress.
+    let (cluster, nodegroup, nodegroups) = match s {
+        Some(s) => (
+            Some(s.cluster.clone()),
+            s.nodegroup.clone(),
+            s.nodegroups.clone(),
+        ),
+        None => {
+            let cluster = store.cluster_by_uuid(&op.cluster_uuid).await?;
+            let nodegroup = match op.nodegroup_id {
+                Some(id) => store.nodegroup_by_id(id).await?,
+                None => None,
+            };
+            let all = match &cluster {
+                Some(c) => {
+                    store
+                        .nodegroups_of_clusters(std::slice::from_ref(&c.uuid))
+                        .await?
+                }
+                None => Vec::new(),
+            };
+            (cluster, nodegroup, all)
+        }
+    };
+    if let Some(cluster) = cluster {
+        let failed = |st: &str| {
+            vec![
+                ("status", Bind::text(st)),
+                ("status_reason", Bind::text(reason)),
+            ]
+        };
+        batch = batch.update("cluster", cluster.id, failed(cluster_status));
+        if let Some(ng) = &nodegroup {
+            batch = batch.update("nodegroup", ng.id, failed(ng_status));
+        } else if op.kind == OpKind::CreateCluster {
+            for ng in &nodegroups {
+                batch = batch.update("nodegroup", ng.id, failed(ng_status));
+            }
+        }
+    }
+    let batch = batch.transition_failed(op.id, from, reason);
+    if store.commit(batch).await? {
+        tracing::warn!(operation = op.id, kind = op.kind.as_str(), %reason, "operation failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! The level-triggered end of waiting operations: whatever the trigger (a watched object
+//! changed, a (re)list finished, this replica started or became leader, a stored deadline
+//! passed), the reconciler reads the waiting operations from the store and asks the driver
+//! where each stands now. The verdict, not the event, decides; so a missed event, a second
+//! event or a restart changes nothing but the moment.
+//!
+//! While an operation waits, the controllers' own message is the nodegroup's (and the
+//! cluster's) `status_reason`, and each new progress marker moves its stored deadline. At
+//! the deadline with no progress it fails with the last message seen.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::dispatch::{load, Subject};
+use super::outcome;
+use crate::drivers::{Change, InFlight, NodeGroupRef, Verdict};
+use crate::model::{Cluster, NodeGroup, Tenancy};
+use crate::state::AppState;
+use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::Bind;
+
+/// How often stored deadlines are checked.
+const DEADLINE_TICK: Duration = Duration::from_secs(1);
+
+/// Starts every driver's watches and the reconciler that turns what they see into the
+/// store's state. Returns the tasks (abort them to stop).
+pub fn start_watchers(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    let (tx, rx) = mpsc::unbounded_channel::<Change>();
+    let mut handles = Vec::new();
+    for d in state.drivers.drivers() {
+        handles.extend(d.watch(tx.clone()));
+    }
+    drop(tx);
+    if handles.is_empty() {
+        return handles;
+    }
+    let state = state.clone();
+    handles.push(tokio::spawn(run(state, rx)));
+    handles
+}
+
+async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
+    // On start (and so on each leader change): everything waiting. Until the watches have
+    // listed, the driver answers Unknown and nothing is concluded; their first lists end
+    // with Change::All.
+    if let Err(e) = reconcile_all(&state).await {
+        tracing::error!(error = %e, "reconcile pass failed");
+    }
+    let mut tick = tokio::time::interval(DEADLINE_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            change = rx.recv() => {
+                let Some(first) = change else { return };
+                // Everything queued meanwhile, de-duplicated: one look per cluster.
+                let mut all = false;
+                let mut stacks = BTreeSet::new();
+                let mut next = Some(first);
+                while let Some(c) = next {
+                    match c {
+                        Change::All => all = true,
+                        Change::Stack(s) => { stacks.insert(s); }
+                    }
+                    next = rx.try_recv().ok();
+                }
+                let result = if all {
+                    reconcile_all(&state).await
+                } else {
+                    reconcile_stacks(&state, &stacks).await
+                };
+                if let Err(e) = result {
+                    tracing::error!(error = %e, "reconcile pass failed");
+                }
+            }
+            _ = tick.tick() => {
+                if let Err(e) = reconcile_expired(&state).await {
+                    tracing::error!(error = %e, "deadline pass failed");
+                }
+            }
+        }
+    }
+}
+
+/// Every waiting operation, and the facts of their clusters.
+async fn reconcile_all(state: &AppState) -> Result<(), sqlx::Error> {
+    let ops = state.store.waiting_operations(None).await?;
+    let mut clusters = BTreeSet::new();
+    for op in &ops {
+        clusters.insert(op.cluster_uuid.clone());
+        reconcile_logged(state, op).await;
+    }
+    for uuid in clusters {
+        if let Some(c) = state.store.cluster_by_uuid(&uuid).await? {
+            record_facts(state, &c).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn reconcile_stacks(state: &AppState, stacks: &BTreeSet<String>) -> Result<(), sqlx::Error> {
+    for stack in stacks {
+        let clusters = state
+            .store
+            .find_clusters(&Tenancy::All, "stack_id", stack)
+            .await?;
+        for cluster in clusters {
+            record_facts(state, &cluster).await?;
+            for op in state.store.waiting_operations(Some(&cluster.uuid)).await? {
+                reconcile_logged(state, &op).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn reconcile_expired(state: &AppState) -> Result<(), sqlx::Error> {
+    for op in state.store.expired_operations().await? {
+        reconcile_logged(state, &op).await;
+    }
+    Ok(())
+}
+
+/// One operation; a database error is logged and the pass goes on with the next (the
+/// operation stays waiting and is looked at again on the next trigger).
+async fn reconcile_logged(state: &AppState, op: &Operation) {
+    if let Err(e) = reconcile_op(state, op).await {
+        tracing::error!(operation = op.id, error = %e, "cannot reconcile an operation");
+    }
+}
+
+fn in_flight<'a>(
+    op: &'a Operation,
+    s: &'a Subject,
+    target_version: Option<&'a str>,
+) -> InFlight<'a> {
+    InFlight {
+        kind: op.kind,
+        cluster: &s.cluster,
+        nodegroups: &s.nodegroups,
+        nodegroup: s.nodegroup.as_ref(),
+        target_count: match op.kind {
+            OpKind::Resize => op.new_count,
+            _ => s.nodegroup.as_ref().map(|n| n.node_count),
+        },
+        target_version,
+        generation: op.wait_generation,
+    }
+}
+
+/// A stored UTC timestamp (`YYYY-MM-DD HH:MM:SS[.f]`, as both databases write it).
+fn stored_time(s: &str) -> Option<chrono::NaiveDateTime> {
+    chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S"))
+        .ok()
+}
+
+fn deadline_passed(op: &Operation) -> bool {
+    op.deadline_at
+        .as_deref()
+        .and_then(stored_time)
+        .is_some_and(|d| d <= chrono::Utc::now().naive_utc())
+}
+
+/// Records how long the backend took, from the stored start of the wait.
+fn observe_lag(op: &Operation, outcome: &str) {
+    if let Some(start) = op.started_at.as_deref().and_then(stored_time) {
+        let lag = (chrono::Utc::now().naive_utc() - start)
+            .to_std()
+            .unwrap_or_default();
+        crate::telemetry::metrics::reconcile_lag(outcome, lag);
+    }
+}
+
+fn what(ng: Option<&NodeGroup>) -> String {
+    match ng {
+        Some(n) if n.is_master() => "the control plane".into(),
+        Some(n) => format!("nodegroup {}", n.name),
+        None => "the cluster".into(),
+    }
+}
+
+/// Looks at one waiting operation and writes what the backend shows.
+pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::Error> {
+    const W: &str = op_state::WAITING;
+    let subject = match load(state, op).await? {
+        Ok(s) => s,
+        // The row a delete waited to remove is gone already (another path removed it).
+        Err(_) if matches!(op.kind, OpKind::DeleteCluster | OpKind::DeleteNodeGroup) => {
+            return outcome::done_without_subject(state, op, W).await;
+        }
+        Err(reason) => return outcome::fail(state, op, None, &reason, W).await,
+    };
+    let target_version = match op.kind {
+        OpKind::Upgrade => outcome::kube_tag(state, op).await?,
+        _ => None,
+    };
+    let verdict = subject
+        .driver
+        .observe(&in_flight(op, &subject, target_version.as_deref()));
+    match verdict {
+        Verdict::Unknown => Ok(()),
+        Verdict::Complete => {
+            observe_lag(op, "complete");
+            outcome::finish(state, op, &subject, W).await
+        }
+        Verdict::Failed { reason } => {
+            observe_lag(op, "failed");
+            outcome::fail(state, op, Some(&subject), &reason, W).await
+        }
+        Verdict::InProgress { reason, marker } => {
+            let deadline = subject.driver.progress_deadline().as_secs();
+            if op.progress.as_deref() != Some(marker.as_str()) {
+                state.store.note_progress(op.id, &marker, deadline).await?;
+            } else if deadline_passed(op) {
+                let mut why = format!(
+                    "Cluster API made no progress on {} within {deadline} seconds",
+                    what(subject.nodegroup.as_ref())
+                );
+                if let Some(r) = &reason {
+                    why.push_str(": ");
+                    why.push_str(r);
+                }
+                observe_lag(op, "failed");
+                return outcome::fail(state, op, Some(&subject), &why, W).await;
+            }
+            show_reason(state, &subject, reason).await
+        }
+    }
+}
+
+/// The controllers' message as `status_reason` while in flight (written when it changed).
+async fn show_reason(
+    state: &AppState,
+    s: &Subject,
+    reason: Option<String>,
+) -> Result<(), sqlx::Error> {
+    if reason.is_none() {
+        return Ok(());
+    }
+    if let Some(ng) = &s.nodegroup {
+        if ng.status_reason != reason {
+            state
+                .store
+                .update_nodegroup(ng.id, &[("status_reason", Bind::Text(reason.clone()))])
+                .await?;
+        }
+    }
+    if s.cluster.status_reason != reason {
+        state
+            .store
+            .update_cluster(s.cluster.id, &[("status_reason", Bind::Text(reason))])
+            .await?;
+    }
+    Ok(())
+}
+
+/// Writes what the backend shows about a cluster (`api_address`, `coe_version`,
+/// `node_addresses`) where it differs from the row.
+async fn record_facts(state: &AppState, cluster: &Cluster) -> Result<(), sqlx::Error> {
+    let Some(template_id) = &cluster.cluster_template_id else {
+        return Ok(());
+    };
+    let Some(template) = state.store.template_for_driver(template_id).await? else {
+        return Ok(());
+    };
+    let Ok(driver) = state.drivers.for_template(&template) else {
+        return Ok(());
+    };
+    let Some(facts) = driver.facts(cluster) else {
+        return Ok(());
+    };
+    let mut ch = Vec::new();
+    if facts.api_address.is_some() && facts.api_address != cluster.api_address {
+        ch.push(("api_address", Bind::Text(facts.api_address.clone())));
+    }
+    if facts.coe_version.is_some() && facts.coe_version != cluster.coe_version {
+        ch.push(("coe_version", Bind::Text(facts.coe_version.clone())));
+    }
+    if !ch.is_empty() {
+        state.store.update_cluster(cluster.id, &ch).await?;
+    }
+    let ngs = state
+        .store
+        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+        .await?;
+    for (which, addresses) in &facts.addresses {
+        let found = ngs.iter().find(|n| match which {
+            NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
+            NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
+        });
+        if let Some(ng) = found {
+            let new: Vec<Value> = addresses.iter().cloned().map(Value::String).collect();
+            let current = ng.node_addresses.clone().unwrap_or_default();
+            if current != new {
+                state
+                    .store
+                    .update_nodegroup(ng.id, &[("node_addresses", Bind::json_list(&Some(new)))])
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! The worker: claims pending operations and hands each to its driver.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::dispatch::{call_driver, load};
+use super::outcome;
+use crate::drivers::DriverError;
+use crate::model::status;
+use crate::state::AppState;
+use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::Bind;
+
+/// How often a transient driver failure is retried before the operation fails.
+const MAX_ATTEMPTS: i64 = 5;
+
+/// Runs the worker until `shutdown` turns true. Pending work recorded by another replica or
+/// a previous process is found by the periodic pass as well.
+pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    match state.store.requeue_running().await {
+        Ok(n) if n > 0 => tracing::info!(requeued = n, "operations of a previous process requeued"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot requeue running operations"),
+    }
+    let poll = Duration::from_secs(state.config.operations.poll_interval.max(1));
+    let coalesce = Duration::from_millis(state.config.operations.coalesce_ms);
+    let notify = Arc::clone(&state.operations.notify);
+    loop {
+        if let Err(e) = run_pending(&state).await {
+            tracing::error!(error = %e, "operations pass failed");
+        }
+        let kicked = tokio::select! {
+            _ = notify.notified() => true,
+            _ = tokio::time::sleep(poll) => false,
+            _ = shutdown.changed() => false,
+        };
+        if kicked && !coalesce.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(coalesce) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+    }
+}
+
+/// How many pending operations one pass reads.
+const BATCH: i64 = 64;
+
+/// Processes pending operations until none is left; returns how many were handled.
+pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
+    let mut handled = 0;
+    loop {
+        let batch = state.store.pending_operations(BATCH).await?;
+        let full = batch.len() as i64 == BATCH;
+        // Of several resizes of one nodegroup in the batch only the newest runs (ids follow
+        // the order the counts were written; the newest carries the final count). One that
+        // is recorded after the batch was read runs after the older one, with the same end
+        // state.
+        let mut newest_resize: std::collections::HashMap<i64, i64> =
+            std::collections::HashMap::new();
+        for op in batch.iter().filter(|o| o.kind == OpKind::Resize) {
+            if let Some(ng) = op.nodegroup_id {
+                let newest = newest_resize.entry(ng).or_insert(op.id);
+                *newest = (*newest).max(op.id);
+            }
+        }
+        let (superseded, to_run): (Vec<Operation>, Vec<Operation>) =
+            batch.into_iter().partition(|op| {
+                op.kind == OpKind::Resize
+                    && op
+                        .nodegroup_id
+                        .and_then(|ng| newest_resize.get(&ng))
+                        .is_some_and(|newest| *newest > op.id)
+            });
+        // One transaction claims the whole batch; another worker may have taken some first.
+        let superseded: Vec<i64> = superseded.iter().map(|op| op.id).collect();
+        let run: Vec<i64> = to_run.iter().map(|op| op.id).collect();
+        let claim = state.store.claim_operations(&superseded, &run).await?;
+        let progressed = claim.superseded > 0 || !claim.running.is_empty();
+        handled += claim.superseded as usize + claim.running.len();
+        for op in to_run {
+            if claim.running.contains(&op.id) {
+                process(state, op).await?;
+            }
+        }
+        // A short batch was all there was; what was recorded since then kicked the worker
+        // (or the periodic pass finds it).
+        if !progressed || !full {
+            return Ok(handled);
+        }
+    }
+}
+
+pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
+    if op.kind == OpKind::DeleteNodeGroup {
+        if let Some(ng) = op.nodegroup_id {
+            if state.store.nodegroup_by_id(ng).await?.is_none() {
+                // Already deleted (a repeated DELETE): nothing is left to do.
+                if !outcome::others_open(state, &op).await? {
+                    if let Some(c) = state.store.cluster_by_uuid(&op.cluster_uuid).await? {
+                        state
+                            .store
+                            .update_cluster(
+                                c.id,
+                                &[("status", Bind::text(status::UPDATE_COMPLETE))],
+                            )
+                            .await?;
+                    }
+                }
+                state
+                    .store
+                    .transition_operation(op.id, op_state::RUNNING, op_state::DONE, None)
+                    .await?;
+                return Ok(());
+            }
+        }
+    }
+    let subject = match load(state, &op).await? {
+        Ok(s) => s,
+        Err(reason) => return outcome::fail(state, &op, None, &reason, op_state::RUNNING).await,
+    };
+    tracing::info!(operation = op.id, kind = op.kind.as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
+    let outcome = call_driver(&subject, &op).await;
+    match outcome {
+        Ok(done) => outcome::after_driver(state, &op, &subject, done).await,
+        Err(DriverError::Transient(reason)) if op.attempts < MAX_ATTEMPTS => {
+            tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry");
+            state
+                .store
+                .transition_operation(op.id, op_state::RUNNING, op_state::PENDING, Some(&reason))
+                .await?;
+            Ok(())
+        }
+        Err(e) => {
+            outcome::fail(
+                state,
+                &op,
+                Some(&subject),
+                &e.to_string(),
+                op_state::RUNNING,
+            )
+            .await
+        }
+    }
+}
