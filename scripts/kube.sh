@@ -11,7 +11,8 @@
 #                                DIR/kubeconfig, DIR/kubeconfig-limited and DIR/env;
 #                                prints the kubeconfig path. No-op if DIR is already up.
 #   scripts/kube.sh stop DIR     stop the processes started for DIR (by pid)
-#   scripts/kube.sh gomod [V]    regenerate scripts/kube/go.mod for k8s.io/kubernetes vV
+#   scripts/kube.sh gomod [V]    regenerate scripts/kube/go.mod for k8s.io/kubernetes vV and
+#                                the Cluster API managers scripts/capi.sh builds
 #                                (upkeep only; the result is committed)
 #
 # DIR/env holds KEY=VALUE lines (no quoting: keep DIR free of spaces):
@@ -28,7 +29,7 @@ MOD="$HERE/kube"                                  # wrapper Go module (committed
 CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube"
 BIN="$CACHE/bin"
 
-ETCD_VERSION=3.5.34        # etcd-bin-vendored; the 3.5 line kubeadm pins for k8s <= 1.34
+ETCD_VERSION=3.5.34        # etcd-bin-vendored (3.5 line)
 CAPI_VERSION=v1.13.6       # sigs.k8s.io/cluster-api module zip that holds the CRD YAML
 CAPI_API=v1beta2           # the one version each CRD serves and stores
 # CRD files (basenames in the module zip) to install.
@@ -38,8 +39,11 @@ CRDS="cluster.x-k8s.io_clusters cluster.x-k8s.io_clusterclasses
 NAMESPACE=magnum-system
 KURL="" KCA="" KTOKEN=""     # set by start for kcurl
 
-# Go: caches under the cache dir, no toolchain download, go.mod/go.sum as committed.
-export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOTOOLCHAIN=local
+# Go: caches shared with scripts/capi.sh (one wrapper module builds kube-apiserver and
+# the Cluster API managers, so they share compiled k8s.io packages), no toolchain
+# download, go.mod/go.sum as committed.
+GO_CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/go"
+export GOMODCACHE="$GO_CACHE/gomod" GOCACHE="$GO_CACHE/gocache" GOTOOLCHAIN=local
 export GOFLAGS="-mod=readonly -trimpath -buildvcs=false" CGO_ENABLED=0
 
 log() { echo "kube.sh: $*" >&2; }
@@ -150,6 +154,12 @@ gomod() {
     go mod edit -replace="$m=$m@v0.${v#1.}"
   done
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$v"
+  # The managers of scripts/capi.sh. /test is pinned apart: the proxy serves no
+  # cluster-api/test at core's own patch version.
+  go get -tool "sigs.k8s.io/cluster-api@$CAPI_VERSION" \
+    "sigs.k8s.io/cluster-api/bootstrap/kubeadm@$CAPI_VERSION" \
+    "sigs.k8s.io/cluster-api/controlplane/kubeadm@$CAPI_VERSION" \
+    "sigs.k8s.io/cluster-api/test/infrastructure/docker@${CAPI_TEST_VERSION:-v1.13.7}"
   go mod tidy
 }
 
