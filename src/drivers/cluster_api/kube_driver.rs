@@ -37,6 +37,9 @@ use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 /// How often a worker-entry patch is retried after the list changed under it.
 const PATCH_ATTEMPTS: usize = 5;
 
+/// The User-Agent of every request to a management cluster.
+const USER_AGENT: &str = concat!("magnum-rs/", env!("CARGO_PKG_VERSION"));
+
 /// One management cluster: a name, a client, the namespace of the Cluster objects.
 #[derive(Clone)]
 pub struct ManagementCluster {
@@ -86,6 +89,12 @@ impl KubeClusterApiDriver {
                     .await
                     .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?,
             };
+            let mut kube_config = kube_config;
+            // Our requests are ours in the API server's audit log.
+            kube_config.headers.push((
+                axum::http::header::USER_AGENT,
+                axum::http::HeaderValue::from_static(USER_AGENT),
+            ));
             let client = kube::Client::try_from(kube_config)
                 .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?;
             management.push(ManagementCluster {

@@ -224,7 +224,10 @@ async fn repeated_control_plane_resize_sends_no_second_patch() {
         three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
         expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
         // Nothing more until the driver (and so its client) is dropped.
-        assert!(handle.next_request().await.is_none(), "a second request was sent");
+        assert!(
+            handle.next_request().await.is_none(),
+            "a second request was sent"
+        );
     });
     let req = ResizeRequest {
         node_count: 3,
