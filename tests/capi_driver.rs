@@ -1,6 +1,8 @@
 //! The ClusterAPI driver against a **real kube-apiserver** (built from Go source, etcd from
 //! `etcd-bin-vendored`, Cluster API CRDs installed; `scripts/kube.sh`). No CAPI controllers
-//! run: the tests play them by writing objects and `status` through `/status`.
+//! run: these narrow cases play them by writing objects and `status` through `/status`
+//! (a workload CA Secret of our own; a create nobody works on). Everything the real
+//! controllers do is tested in tests/capi_e2e.rs.
 //! `scripts/test.sh` starts the server and sets `MAGNUM_RS_TEST_KUBECONFIG`; without it these
 //! tests fail rather than pass silently.
 
@@ -52,10 +54,6 @@ impl Kube {
 
     fn api(&self, ar: &kube::api::ApiResource) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), &self.ns, ar)
-    }
-
-    async fn get(&self, ar: &kube::api::ApiResource, name: &str) -> Value {
-        serde_json::to_value(self.api(ar).get(name).await.expect("get")).expect("json")
     }
 
     async fn create(&self, ar: &kube::api::ApiResource, obj: Value) {
@@ -152,6 +150,13 @@ impl Kube {
                                                                          "kind": "OpenStackMachineTemplate", "name": "cp"}}}},
         })).await;
         self.control_plane_at(stack, cp).await;
+        self.status(
+            &self.res.cluster,
+            stack,
+            json!({"conditions": [{"type": "ControlPlaneAvailable", "status": "True",
+            "reason": "Available", "message": "", "lastTransitionTime": "2026-12-02T00:00:00Z"}]}),
+        )
+        .await;
         for md in c
             .pointer("/spec/topology/workers/machineDeployments")
             .and_then(Value::as_array)
@@ -368,258 +373,6 @@ fn wait_for_cli(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn control_plane_story_resize_fail_scale_down_and_concurrent_workers() {
-    let kube = Kube::connect().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_server(&kube, dir.path()).await;
-    let (stack, _uuid) = cluster_on_capi(&kube, &server).await;
-    let port = server.port;
-
-    // 1 → 3 through the real CLI: the Cluster object says 3, the nodegroup is in progress.
-    let (code, out, err) = openstack(
-        &server,
-        &[
-            "coe",
-            "cluster",
-            "resize",
-            "k8s",
-            "3",
-            "--nodegroup",
-            "default-master",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(
-        out.trim(),
-        "Request to resize cluster k8s has been accepted."
-    );
-    wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "controlPlane.replicas 3",
-        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(3)),
-    )
-    .await;
-    let ng = wait_for(
-        port,
-        "/v1/clusters/k8s/nodegroups/default-master",
-        "UPDATE_IN_PROGRESS",
-        |v| v["status"] == "UPDATE_IN_PROGRESS",
-    );
-    assert_eq!(ng["node_count"], 3);
-
-    // The KCP reaches 3 ready → UPDATE_COMPLETE and master_count 3.
-    kube.control_plane_at(&stack, 3).await;
-    wait_for(
-        port,
-        "/v1/clusters/k8s/nodegroups/default-master",
-        "UPDATE_COMPLETE",
-        |v| v["status"] == "UPDATE_COMPLETE",
-    );
-    let c = wait_for(port, "/v1/clusters/k8s", "cluster UPDATE_COMPLETE", |v| {
-        v["status"] == "UPDATE_COMPLETE"
-    });
-    assert_eq!(c["master_count"], 3);
-
-    // 3 → 5 rejected by the KCP webhook (TopologyReconciled=False/ReconcileFailed).
-    let (code, body) = http(
-        port,
-        "POST",
-        "/v1/clusters/k8s/actions/resize",
-        Some(&json!({"node_count": 5, "nodegroup": "default-master"})),
-    );
-    assert_eq!(code, 202, "{body}");
-    let obj = wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "controlPlane.replicas 5",
-        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(5)),
-    )
-    .await;
-    let generation = obj
-        .pointer("/metadata/generation")
-        .cloned()
-        .unwrap_or(json!(1));
-    let reason = format!(
-        "failed to patch KubeadmControlPlane {}/{stack}-control-plane: admission webhook \"validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: spec.replicas: Forbidden: cannot scale to 5 replicas while etcd is unhealthy",
-        kube.ns
-    );
-    kube.status(
-        &kube.res.cluster,
-        &stack,
-        json!({"conditions": [{"type": "TopologyReconciled", "status": "False",
-        "reason": "ReconcileFailed", "message": reason, "observedGeneration": generation,
-        "lastTransitionTime": "2026-12-02T00:00:00Z"}]}),
-    )
-    .await;
-    let ng = wait_for(
-        port,
-        "/v1/clusters/k8s/nodegroups/default-master",
-        "UPDATE_FAILED",
-        |v| v["status"] == "UPDATE_FAILED",
-    );
-    assert_eq!(ng["status_reason"], json!(reason));
-    assert_eq!(ng["node_count"], 3, "the previous count is restored");
-    let c = wait_for(port, "/v1/clusters/k8s", "cluster UPDATE_FAILED", |v| {
-        v["status"] == "UPDATE_FAILED"
-    });
-    assert_eq!(c["status_reason"], json!(reason));
-    assert_eq!(c["faults"]["default-master"], json!(reason));
-
-    // The controller recovers; 3 → 1 naming one control-plane node: that Machine is marked.
-    kube.status(
-        &kube.res.cluster,
-        &stack,
-        json!({"conditions": [{"type": "TopologyReconciled", "status": "True",
-        "reason": "ReconcileSucceeded", "message": "", "observedGeneration": generation,
-        "lastTransitionTime": "2026-12-02T00:00:01Z"}]}),
-    )
-    .await;
-    for i in 1..=3 {
-        kube.create(&kube.res.machine, json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
-            "metadata": {"name": format!("{stack}-cp-{i}"), "namespace": kube.ns,
-                         "labels": {"cluster.x-k8s.io/cluster-name": stack, "cluster.x-k8s.io/control-plane": ""}},
-            "spec": {"clusterName": stack, "providerID": format!("openstack:///server-{i}"),
-                     "bootstrap": {"dataSecretName": "x"},
-                     "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachine", "name": format!("m{i}")}},
-        })).await;
-    }
-    for i in 1..=3 {
-        kube.status(
-            &kube.res.machine,
-            &format!("{stack}-cp-{i}"),
-            json!({"addresses": [{"type": "InternalIP", "address": format!("10.0.0.1{i}")},
-                                 {"type": "ExternalIP", "address": format!("203.0.113.1{i}")}]}),
-        )
-        .await;
-    }
-    let (code, body) = http(
-        port,
-        "POST",
-        "/v1/clusters/k8s/actions/resize",
-        Some(
-            &json!({"node_count": 1, "nodegroup": "default-master", "nodes_to_remove": ["server-2"]}),
-        ),
-    );
-    assert_eq!(code, 202, "{body}");
-    let m = wait_object(
-        &kube,
-        &kube.res.machine,
-        &format!("{stack}-cp-2"),
-        "delete-machine annotation",
-        |m| {
-            m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine")
-                .is_some()
-        },
-    )
-    .await;
-    assert_eq!(
-        m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine"),
-        Some(&json!("yes"))
-    );
-    for other in [1, 3] {
-        let m = kube
-            .get(&kube.res.machine, &format!("{stack}-cp-{other}"))
-            .await;
-        assert!(
-            m.pointer("/metadata/annotations/cluster.x-k8s.io~1delete-machine")
-                .is_none(),
-            "{m}"
-        );
-    }
-    wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "controlPlane.replicas 1",
-        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(1)),
-    )
-    .await;
-    kube.control_plane_at(&stack, 1).await;
-    let c = wait_for(
-        port,
-        "/v1/clusters/k8s",
-        "master_addresses from the Machines",
-        |v| v["master_addresses"] == json!(["10.0.0.11", "10.0.0.12", "10.0.0.13"]),
-    );
-    assert_eq!(c["master_count"], 1);
-    wait_for(
-        port,
-        "/v1/clusters/k8s/nodegroups/default-master",
-        "UPDATE_COMPLETE",
-        |v| v["status"] == "UPDATE_COMPLETE" && v["node_count"] == 1,
-    );
-
-    // Two concurrent worker resizes on different nodegroups both land.
-    let (code, body) = http(
-        port,
-        "POST",
-        "/v1/clusters/k8s/nodegroups",
-        Some(&json!({"name": "ng-b", "node_count": 1})),
-    );
-    assert_eq!(code, 202, "{body}");
-    wait_object(&kube, &kube.res.cluster, &stack, "worker entry ng-b", |c| {
-        c.pointer("/spec/topology/workers/machineDeployments")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.len() == 2)
-    })
-    .await;
-    kube.create_md(&stack, "ng-b", 1).await;
-    wait_for(
-        port,
-        "/v1/clusters/k8s/nodegroups/ng-b",
-        "ng-b CREATE_COMPLETE",
-        |v| v["status"] == "CREATE_COMPLETE",
-    );
-    let a = std::thread::spawn(move || {
-        http(
-            port,
-            "POST",
-            "/v1/clusters/k8s/actions/resize",
-            Some(&json!({"node_count": 4, "nodegroup": "default-worker"})),
-        )
-    });
-    let b = std::thread::spawn(move || {
-        http(
-            port,
-            "POST",
-            "/v1/clusters/k8s/actions/resize",
-            Some(&json!({"node_count": 3, "nodegroup": "ng-b"})),
-        )
-    });
-    assert_eq!(a.join().expect("a").0, 202);
-    assert_eq!(b.join().expect("b").0, 202);
-    let c = wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "both worker counts",
-        |c| {
-            let mds = c
-                .pointer("/spec/topology/workers/machineDeployments")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let replicas = |n: &str| {
-                mds.iter()
-                    .find(|m| m["name"] == n)
-                    .and_then(|m| m["replicas"].as_i64())
-            };
-            replicas("default-worker") == Some(4) && replicas("ng-b") == Some(3)
-        },
-    )
-    .await;
-    assert_eq!(
-        c.pointer("/spec/topology/controlPlane/replicas"),
-        Some(&json!(1)),
-        "other fields untouched"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_progress_within_the_deadline_is_update_failed_with_a_reason() {
     let kube = Kube::connect().await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -661,123 +414,7 @@ async fn no_progress_within_the_deadline_is_update_failed_with_a_reason() {
         reason.starts_with("Cluster API made no progress on"),
         "{reason}"
     );
-    assert!(reason.ends_with("within 2 seconds"), "{reason}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_replica_leads_and_the_next_leader_runs_what_a_dead_one_left() {
-    let kube = Kube::connect().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("magnum-rs.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[drivers.cluster_api]\nnamespace = \"{}\"\nlease_duration_seconds = 3\n\
-             [[drivers.cluster_api.management_clusters]]\nname = \"test\"\nkubeconfig = \"{}\"\n",
-            kube.ns, kube.kubeconfig
-        ),
-    )
-    .expect("config");
-    let url = database_url(dir.path()).await;
-    let cfg = config.display().to_string();
-    let mut a = Server::start_with_env(
-        &url,
-        dir.path(),
-        &["--config", &cfg],
-        &[("HOSTNAME", "replica-a")],
-    );
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(kube.client.clone(), &kube.ns);
-    let holder = || async {
-        leases
-            .get_opt("magnum-rs")
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-            .unwrap_or_default()
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !holder().await.starts_with("replica-a") {
-        assert!(Instant::now() < deadline, "replica-a never took the lease");
-        tokio::task::yield_now().await;
-    }
-    let b = Server::start_with_env(
-        &url,
-        dir.path(),
-        &["--config", &cfg],
-        &[("HOSTNAME", "replica-b")],
-    );
-    assert!(
-        holder().await.starts_with("replica-a"),
-        "one leader at a time"
-    );
-
-    // A cluster, created through replica-a and completed by the controller (played here).
-    let (code, _) = http(
-        a.port,
-        "POST",
-        "/v1/clustertemplates",
-        Some(&json!({"name": "capi", "coe": "kubernetes",
-        "image_id": "img", "cluster_distro": "ubuntu", "master_lb_enabled": true, "labels": {"kube_tag": "v1.30.4"}})),
-    );
-    assert_eq!(code, 201);
-    let (code, _) = http(
-        a.port,
-        "POST",
-        "/v1/clusters",
-        Some(&json!({"name": "k8s", "cluster_template_id": "capi"})),
-    );
-    assert_eq!(code, 202);
-    let shown = wait_for(a.port, "/v1/clusters/k8s", "stack id", |v| {
-        v["cluster_id"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("kube-"))
-    });
-    let stack = shown["cluster_id"].as_str().unwrap_or_default().to_string();
-    wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "the Cluster object",
-        |_| true,
-    )
-    .await;
-    kube.materialize(&stack).await;
-    wait_for(a.port, "/v1/clusters/k8s", "CREATE_COMPLETE", |v| {
-        v["status"] == "CREATE_COMPLETE"
-    });
-
-    // The leader dies; a resize accepted by replica-b waits for b to lead, then runs once.
-    a.child.kill().expect("kill replica-a");
-    let _ = a.child.wait();
-    let (code, body) = http(
-        b.port,
-        "POST",
-        "/v1/clusters/k8s/actions/resize",
-        Some(&json!({"node_count": 3, "nodegroup": "default-master"})),
-    );
-    assert_eq!(code, 202, "{body}");
-    wait_object(
-        &kube,
-        &kube.res.cluster,
-        &stack,
-        "controlPlane.replicas 3 from replica-b",
-        |c| c.pointer("/spec/topology/controlPlane/replicas") == Some(&json!(3)),
-    )
-    .await;
-    assert!(
-        holder().await.starts_with("replica-b"),
-        "replica-b leads after replica-a died"
-    );
-    kube.control_plane_at(&stack, 3).await;
-    wait_for(
-        b.port,
-        "/v1/clusters/k8s/nodegroups/default-master",
-        "UPDATE_COMPLETE",
-        |v| v["status"] == "UPDATE_COMPLETE",
-    );
+    assert!(reason.contains("within 2 seconds"), "{reason}");
 }
 
 /// Decodes a kubeconfig's base64 `*-data` field (k8s-openapi's `ByteString` is base64).
