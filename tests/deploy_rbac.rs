@@ -385,7 +385,12 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
     loop {
         let change = tokio::time::timeout(Duration::from_secs(60), rx.recv())
             .await
-            .expect("a change from the watchers")
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no further change from the watchers; the resize looks {:?}",
+                    driver.observe(&resize)
+                )
+            })
             .expect("watchers alive");
         let ours = matches!(&change, Change::Stack(s) if *s == stack) || change == Change::All;
         if ours && driver.observe(&resize) == Verdict::Complete {

@@ -538,9 +538,18 @@ impl Lifecycle for KubeClusterApiDriver {
     ) -> Result<Progress, DriverError> {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
-        let version = topology::kube_version(cluster, template).ok_or_else(|| {
-            DriverError::Rejected("the cluster template has no kube_tag label".into())
-        })?;
+        // The new template's kube_tag, not the cluster's own copy of the old one (as
+        // magnum-cluster-api's upgrade_cluster reads it).
+        let version = template
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("kube_tag"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| topology::kube_version(cluster, template))
+            .ok_or_else(|| {
+                DriverError::Rejected("the cluster template has no kube_tag label".into())
+            })?;
         let class = template
             .labels
             .as_ref()
