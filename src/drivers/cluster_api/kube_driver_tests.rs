@@ -244,3 +244,47 @@ async fn repeated_control_plane_resize_sends_no_second_patch() {
     drop(d);
     server.await.expect("scenario");
 }
+
+#[tokio::test]
+async fn upgrade_patches_the_new_templates_kube_tag_not_the_clusters_old_copy() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        expect(
+            &mut handle,
+            "GET",
+            CLUSTER_PATH,
+            None,
+            None,
+            cluster_object(),
+        )
+        .await;
+        let mut patched = cluster_object();
+        patched["metadata"]["generation"] = json!(3);
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/merge-patch+json"),
+            Some(json!({"spec": {"topology": {"version": "v1.31.0"}}})),
+            patched,
+        )
+        .await;
+    });
+    // Magnum copies the template's labels into the cluster at create: the cluster still says
+    // the old kube_tag when it is upgraded to a template with a newer one.
+    let mut c = cluster();
+    c.labels = json!({"kube_tag": "v1.30.4"}).as_object().cloned();
+    let template = crate::model::ClusterTemplate {
+        labels: json!({"kube_tag": "v1.31.0"}).as_object().cloned(),
+        ..crate::model::ClusterTemplate::default()
+    };
+    let p = d
+        .upgrade(&c, &template, &nodegroup("default-master", "master"), 1)
+        .await
+        .expect("upgrade");
+    match p {
+        Progress::Waiting(w) => assert_eq!(w.generation, Some(3)),
+        other => panic!("expected a wait on generation 3, got {other:?}"),
+    }
+    server.await.expect("scenario");
+}
