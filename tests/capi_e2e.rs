@@ -289,6 +289,27 @@ impl Cli {
         self.wait(args, timeout, want, |v| v["status"] == want)
     }
 
+    /// `coe cluster resize CLUSTER N --nodegroup default-master`, then the master
+    /// nodegroup once its status is `want`.
+    fn resize_master(&self, cluster: &str, n: i64, want: &str) -> Value {
+        let n = n.to_string();
+        let out = self.ok(&[
+            "coe",
+            "cluster",
+            "resize",
+            cluster,
+            &n,
+            "--nodegroup",
+            "default-master",
+        ]);
+        assert!(out.contains("has been accepted"), "{out}");
+        self.wait_status(
+            &["coe", "nodegroup", "show", cluster, "default-master"],
+            STEP_TIMEOUT,
+            want,
+        )
+    }
+
     /// A template on the in-memory ClusterClass (magnum-rs's default class name).
     fn template(&self, name: &str, kube_tag: &str) {
         self.ok(&[
@@ -613,20 +634,7 @@ fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason()
     let stack = cli.cluster("failing", "capi");
 
     // 1 → 2: the KCP webhook refuses an even size with stacked etcd.
-    cli.ok(&[
-        "coe",
-        "cluster",
-        "resize",
-        "failing",
-        "2",
-        "--nodegroup",
-        "default-master",
-    ]);
-    let ng = cli.wait_status(
-        &["coe", "nodegroup", "show", "failing", "default-master"],
-        STEP_TIMEOUT,
-        "UPDATE_FAILED",
-    );
+    let ng = cli.resize_master("failing", 2, "UPDATE_FAILED");
     let reason = ng["status_reason"].as_str().unwrap_or_default().to_string();
     assert!(
         reason.contains("cannot be an even number when etcd is stacked"),
@@ -647,20 +655,7 @@ fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason()
     }
     capi.script(&["provider", "stop", "capd"]);
     let restart = Restart(&capi);
-    cli.ok(&[
-        "coe",
-        "cluster",
-        "resize",
-        "failing",
-        "3",
-        "--nodegroup",
-        "default-master",
-    ]);
-    let ng = cli.wait_status(
-        &["coe", "nodegroup", "show", "failing", "default-master"],
-        STEP_TIMEOUT,
-        "UPDATE_FAILED",
-    );
+    let ng = cli.resize_master("failing", 3, "UPDATE_FAILED");
     let reason = ng["status_reason"].as_str().unwrap_or_default();
     assert!(
         reason.starts_with("Cluster API made no progress on the control plane within 60 seconds"),
