@@ -11,6 +11,8 @@
 #                                DIR/kubeconfig, DIR/kubeconfig-limited and DIR/env;
 #                                prints the kubeconfig path. No-op if DIR is already up.
 #   scripts/kube.sh stop DIR     stop the processes started for DIR (by pid)
+#   scripts/kube.sh restart-apiserver DIR
+#                                restart kube-apiserver on the same etcd, port and certs
 #   scripts/kube.sh gomod [V]    regenerate scripts/kube/go.mod for k8s.io/kubernetes vV and
 #                                the Cluster API managers scripts/capi.sh builds
 #                                (upkeep only; the result is committed)
@@ -20,6 +22,9 @@
 #   KUBE_LIMITED_KUBECONFIG KUBE_LIMITED_TOKEN (user magnum-rs: authenticated, no RBAC grants)
 #   KUBE_NAMESPACE ETCD_URL ETCD_PID KUBE_APISERVER_PID KUBE_VERSION CAPI_VERSION
 # Logs: DIR/etcd.log, DIR/kube-apiserver.log. `start` wipes DIR's old etcd data.
+# KUBE_AUDIT_POLICY=FILE (optional, for start): kube-apiserver writes the JSON audit events
+#   that policy selects to DIR/audit.log (blocking mode: written before the answer), e.g.
+#   every request of user magnum-rs for bench/kube and tests/kube_idle.rs.
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs); cache lives in $MAGNUM_RS_CACHE/kube.
 # No CAPI controllers or webhooks run: tests write status through /status themselves.
 set -euo pipefail
@@ -226,20 +231,26 @@ start() {
   # --- kube-apiserver (flags after controller-runtime envtest); it writes a
   # self-signed CA + serving cert for 127.0.0.1 into --cert-dir. No endpoint
   # reconciler: Endpoints may not hold the loopback advertise address. ---
-  local url="https://127.0.0.1:$ap"
-  setsid "$BIN/kube-apiserver" \
-    --etcd-servers="$etcd_url" --cert-dir="$dir/pki" \
-    --secure-port="$ap" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-    --endpoint-reconciler-type=none \
-    --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
-    --disable-admission-plugins=ServiceAccount \
-    --authorization-mode=RBAC --token-auth-file="$dir/pki/tokens.csv" \
-    --service-account-issuer="$url" \
-    --service-account-key-file="$dir/pki/sa.pub" \
-    --service-account-signing-key-file="$dir/pki/sa.key" \
-    --profiling=false </dev/null >"$dir/kube-apiserver.log" 2>&1 &
-  local kas_pid=$!
-  echo "$kas_pid" >"$dir/kube-apiserver.pid"
+  local url="https://127.0.0.1:$ap" audit=()
+  if [[ -n "${KUBE_AUDIT_POLICY:-}" ]]; then
+    audit=(--audit-policy-file="$KUBE_AUDIT_POLICY" --audit-log-path="$dir/audit.log"
+      --audit-log-format=json --audit-log-mode=blocking)
+  fi
+  local args=(
+    --etcd-servers="$etcd_url" --cert-dir="$dir/pki"
+    --secure-port="$ap" --bind-address=127.0.0.1 --advertise-address=127.0.0.1
+    --endpoint-reconciler-type=none
+    --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true
+    --disable-admission-plugins=ServiceAccount
+    --authorization-mode=RBAC --token-auth-file="$dir/pki/tokens.csv"
+    --service-account-issuer="$url"
+    --service-account-key-file="$dir/pki/sa.pub"
+    --service-account-signing-key-file="$dir/pki/sa.key"
+    "${audit[@]}" --profiling=false)
+  printf '%s\0' "${args[@]}" >"$dir/kube-apiserver.args"
+  : >"$dir/kube-apiserver.log"
+  launch_apiserver "$dir"
+  local kas_pid; kas_pid="$(cat "$dir/kube-apiserver.pid")"
 
   # Ready first (TLS unchecked: the cert may still be being written), then trust
   # only the CA: the generated apiserver.crt holds "serving cert, CA cert".
@@ -330,6 +341,31 @@ EOF
 }
 
 # Stop one process started for DIR: TERM, bounded wait, then KILL.
+# Starts kube-apiserver with the arguments `start` saved in DIR/kube-apiserver.args.
+launch_apiserver() {
+  local dir="$1" args=()
+  mapfile -d '' args <"$dir/kube-apiserver.args"
+  setsid "$BIN/kube-apiserver" "${args[@]}" </dev/null >>"$dir/kube-apiserver.log" 2>&1 &
+  echo "$!" >"$dir/kube-apiserver.pid"
+}
+
+# Stops kube-apiserver and starts it again on the same etcd, port and certificates (the
+# watches of its clients break and resume or relist); returns once it is ready.
+restart_apiserver() {
+  [[ $# -eq 1 ]] || die "usage: kube.sh restart-apiserver DIR"
+  local dir; dir="$(cd "$1" && pwd)"
+  [[ -f "$dir/env" ]] || die "$dir is not running"
+  stop_one "$dir" kube-apiserver
+  launch_apiserver "$dir"
+  local pid; pid="$(cat "$dir/kube-apiserver.pid")"
+  KURL="$(sed -n 's/^KUBE_APISERVER_URL=//p' "$dir/env")"
+  KCA="$(sed -n 's/^KUBE_CA_FILE=//p' "$dir/env")"
+  KTOKEN="$(sed -n 's/^KUBE_TOKEN=//p' "$dir/env")"
+  wait_for 120 "$pid" "$dir/kube-apiserver.log" kcurl -f "$KURL/readyz" \
+    || die "kube-apiserver not ready after restart"
+  sed -i "s/^KUBE_APISERVER_PID=.*/KUBE_APISERVER_PID=$pid/" "$dir/env"
+}
+
 stop_one() {
   local pid i; pid="$(live_pid "$1" "$2")"
   [[ -n "$pid" ]] || { rm -f "$1/$2.pid"; return 0; }
@@ -352,6 +388,7 @@ case "${1:-}" in
   build) build ;;
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
+  restart-apiserver) shift; restart_apiserver "$@" ;;
   gomod) shift; gomod "$@" ;;
-  *) die "usage: kube.sh build | start DIR | stop DIR | gomod [K8S_VERSION]" ;;
+  *) die "usage: kube.sh build | start DIR | stop DIR | restart-apiserver DIR | gomod [K8S_VERSION]" ;;
 esac
