@@ -292,9 +292,13 @@ pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
             ),
         };
     }
+    // Absent from the watch cache is not proof of absence: right after our own create (or
+    // a relist) the watch may not have delivered the object yet. Nothing moves without it,
+    // so a Cluster deleted behind our back fails at the progress deadline.
     let Some(cluster) = &view.cluster else {
-        return Verdict::Failed {
-            reason: "the Cluster object is gone from the management cluster".into(),
+        return Verdict::InProgress {
+            reason: Some("the Cluster object is not on the management cluster".into()),
+            marker: "no-cluster".into(),
         };
     };
     if let Some(reason) = topology_failure(cluster, w.generation) {
@@ -534,6 +538,29 @@ mod tests {
         assert!(matches!(verdict(&view, &w), Verdict::InProgress { .. }));
         view.machines[1] = machine("w2", false, "v1.34.1");
         assert_eq!(verdict(&view, &w), Verdict::Complete);
+    }
+
+    #[test]
+    fn a_cluster_missing_from_the_cache_waits_and_does_not_fail() {
+        // Right after the create, before the watch delivered the object.
+        let view = StackView::default();
+        let create = Awaited {
+            kind: OpKind::CreateCluster,
+            nodegroup: None,
+            control_plane_count: 1,
+            workers: vec![("default-worker", 1)],
+            target_count: None,
+            target_version: None,
+            generation: None,
+        };
+        assert!(matches!(
+            verdict(&view, &create),
+            Verdict::InProgress { reason: Some(r), .. } if r.contains("not on the management cluster")
+        ));
+        assert!(matches!(
+            verdict(&view, &resize(3, 2)),
+            Verdict::InProgress { .. }
+        ));
     }
 
     #[test]
