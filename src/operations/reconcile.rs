@@ -21,6 +21,7 @@ use crate::model::{Cluster, NodeGroup, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{op_state, OpKind, Operation};
 use crate::store::Bind;
+use crate::telemetry::metrics;
 
 /// How often stored deadlines are checked.
 const DEADLINE_TICK: Duration = Duration::from_secs(1);
@@ -46,6 +47,7 @@ async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
     // On start (and so on each leader change): everything waiting. Until the watches have
     // listed, the driver answers Unknown and nothing is concluded; their first lists end
     // with Change::All.
+    metrics::reconcile_pass("start");
     if let Err(e) = reconcile_all(&state).await {
         tracing::error!(error = %e, "reconcile pass failed");
     }
@@ -67,8 +69,10 @@ async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
                     next = rx.try_recv().ok();
                 }
                 let result = if all {
+                    metrics::reconcile_pass("relist");
                     reconcile_all(&state).await
                 } else {
+                    metrics::reconcile_pass("change");
                     reconcile_stacks(&state, &stacks).await
                 };
                 if let Err(e) = result {
@@ -76,6 +80,7 @@ async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
                 }
             }
             _ = tick.tick() => {
+                metrics::reconcile_pass("deadline");
                 if let Err(e) = reconcile_expired(&state).await {
                     tracing::error!(error = %e, "deadline pass failed");
                 }
@@ -170,7 +175,7 @@ fn observe_lag(op: &Operation, outcome: &str) {
         let lag = (chrono::Utc::now().naive_utc() - start)
             .to_std()
             .unwrap_or_default();
-        crate::telemetry::metrics::reconcile_lag(outcome, lag);
+        metrics::reconcile_lag(outcome, lag);
     }
 }
 
@@ -189,9 +194,13 @@ pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::
         Ok(s) => s,
         // The row a delete waited to remove is gone already (another path removed it).
         Err(_) if matches!(op.kind, OpKind::DeleteCluster | OpKind::DeleteNodeGroup) => {
+            metrics::reconcile_write("finish");
             return outcome::done_without_subject(state, op, W).await;
         }
-        Err(reason) => return outcome::fail(state, op, None, &reason, W).await,
+        Err(reason) => {
+            metrics::reconcile_write("fail");
+            return outcome::fail(state, op, None, &reason, W).await;
+        }
     };
     let target_version = match op.kind {
         OpKind::Upgrade => outcome::kube_tag(state, op).await?,
@@ -204,16 +213,19 @@ pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::
         Verdict::Unknown => Ok(()),
         Verdict::Complete => {
             observe_lag(op, "complete");
+            metrics::reconcile_write("finish");
             outcome::finish(state, op, &subject, W).await
         }
         Verdict::Failed { reason } => {
             observe_lag(op, "failed");
+            metrics::reconcile_write("fail");
             outcome::fail(state, op, Some(&subject), &reason, W).await
         }
         Verdict::InProgress { reason, marker } => {
             let deadline = subject.driver.progress_deadline().as_secs();
             if op.progress.as_deref() != Some(marker.as_str()) {
                 state.store.note_progress(op.id, &marker, deadline).await?;
+                metrics::reconcile_write("progress");
             } else if deadline_passed(op) {
                 let mut why = format!(
                     "Cluster API made no progress on {} within {deadline} seconds",
@@ -224,6 +236,7 @@ pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::
                     why.push_str(r);
                 }
                 observe_lag(op, "failed");
+                metrics::reconcile_write("fail");
                 return outcome::fail(state, op, Some(&subject), &why, W).await;
             }
             show_reason(state, &subject, reason).await
@@ -246,6 +259,7 @@ async fn show_reason(
                 .store
                 .update_nodegroup(ng.id, &[("status_reason", Bind::Text(reason.clone()))])
                 .await?;
+            metrics::reconcile_write("reason");
         }
     }
     if s.cluster.status_reason != reason {
@@ -253,6 +267,7 @@ async fn show_reason(
             .store
             .update_cluster(s.cluster.id, &[("status_reason", Bind::Text(reason))])
             .await?;
+        metrics::reconcile_write("reason");
     }
     Ok(())
 }
@@ -281,6 +296,7 @@ async fn record_facts(state: &AppState, cluster: &Cluster) -> Result<(), sqlx::E
     }
     if !ch.is_empty() {
         state.store.update_cluster(cluster.id, &ch).await?;
+        metrics::reconcile_write("facts");
     }
     let ngs = state
         .store
@@ -299,6 +315,7 @@ async fn record_facts(state: &AppState, cluster: &Cluster) -> Result<(), sqlx::E
                     .store
                     .update_nodegroup(ng.id, &[("node_addresses", Bind::json_list(&Some(new)))])
                     .await?;
+                metrics::reconcile_write("facts");
             }
         }
     }

@@ -34,6 +34,22 @@ struct KubeErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WatchLabels {
+    management_cluster: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WriteLabels {
+    write: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TriggerLabels {
+    trigger: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: String,
 }
@@ -48,6 +64,10 @@ struct Metrics {
     queue_age: Family<StateLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     kube_errors: Family<KubeErrorLabels, Counter>,
     reconcile_lag: HistogramFamily<OutcomeLabels>,
+    watch_synced: Family<WatchLabels, Gauge>,
+    watch_objects: Family<WatchLabels, Gauge>,
+    reconcile_passes: Family<TriggerLabels, Counter>,
+    reconcile_writes: Family<WriteLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -72,6 +92,10 @@ fn metrics() -> &'static Metrics {
             queue_age: Family::default(),
             kube_errors: Family::default(),
             reconcile_lag: Family::new_with_constructor(lag_histogram),
+            watch_synced: Family::default(),
+            watch_objects: Family::default(),
+            reconcile_passes: Family::default(),
+            reconcile_writes: Family::default(),
         };
         registry.register(
             "http_requests",
@@ -102,6 +126,26 @@ fn metrics() -> &'static Metrics {
             "reconcile_lag_seconds",
             "Time from a driver's change to a management cluster until Cluster API reports the target reached (or the operation fails)",
             m.reconcile_lag.clone(),
+        );
+        registry.register(
+            "watch_synced",
+            "Whether the watch cache of one kind on a management cluster holds a complete list (1) or is (re)listing (0)",
+            m.watch_synced.clone(),
+        );
+        registry.register(
+            "watch_cached_objects",
+            "Objects in the watch cache of one kind on a management cluster",
+            m.watch_objects.clone(),
+        );
+        registry.register(
+            "reconcile_passes",
+            "Passes of the reconciler over waiting operations, by trigger (start, relist, change, deadline)",
+            m.reconcile_passes.clone(),
+        );
+        registry.register(
+            "reconcile_writes",
+            "Database writes of the reconciler, by what it wrote (progress, reason, facts, finish, fail; one transaction each)",
+            m.reconcile_writes.clone(),
         );
         Metrics { registry, ..m }
     })
@@ -152,6 +196,40 @@ pub fn reconcile_lag(outcome: &str, lag: Duration) {
             outcome: outcome.to_string(),
         })
         .observe(lag.as_secs_f64());
+}
+
+/// Sets the state of one watch cache: complete or not, and how many objects it holds.
+pub fn watch_cache(management_cluster: &str, kind: &str, synced: bool, objects: usize) {
+    let labels = WatchLabels {
+        management_cluster: management_cluster.to_string(),
+        kind: kind.to_string(),
+    };
+    let m = metrics();
+    m.watch_synced.get_or_create(&labels).set(i64::from(synced));
+    m.watch_objects
+        .get_or_create(&labels)
+        .set(i64::try_from(objects).unwrap_or(i64::MAX));
+}
+
+/// Counts one pass of the reconciler (`trigger`: start, relist, change, deadline).
+pub fn reconcile_pass(trigger: &'static str) {
+    metrics()
+        .reconcile_passes
+        .get_or_create(&TriggerLabels {
+            trigger: trigger.to_string(),
+        })
+        .inc();
+}
+
+/// Counts one database write of the reconciler (`write`: progress, reason, facts, finish,
+/// fail).
+pub fn reconcile_write(write: &'static str) {
+    metrics()
+        .reconcile_writes
+        .get_or_create(&WriteLabels {
+            write: write.to_string(),
+        })
+        .inc();
 }
 
 /// The registry in the Prometheus text format.

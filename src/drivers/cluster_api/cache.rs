@@ -3,12 +3,18 @@
 //! one watch per kind (no per-cluster requests). Each change names the workload cluster it
 //! belongs to, so that the reconciler looks at that cluster only; a (re)list ends with
 //! [`Change::All`], because deletions during a gap show only as absence.
+//!
+//! Sized for thousands of clusters on one management cluster (bench/kube):
+//! - objects are parsed into [`SlimObject`]: only the fields the driver reads are kept;
+//! - an index from workload cluster to object names ([`Index`]), kept from the same events,
+//!   makes [`StackCache::view`] read one cluster's objects instead of scanning the stores.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource};
 use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::ResourceExt as _;
@@ -17,15 +23,80 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::progress::StackView;
+use super::slim::SlimObject;
 use super::topology::{Resources, CLUSTER_NAME_LABEL};
 use crate::drivers::Change;
 
-/// One kind's store and whether its first list has been seen.
+/// Object names by workload cluster (and each name's cluster), for one kind.
+#[derive(Debug, Default)]
+struct Index {
+    by_stack: HashMap<String, BTreeSet<String>>,
+    stack_of: HashMap<String, Option<String>>,
+}
+
+impl Index {
+    fn insert(&mut self, name: &str, stack: Option<&str>) {
+        self.remove(name);
+        if let Some(s) = stack {
+            self.by_stack
+                .entry(s.to_string())
+                .or_default()
+                .insert(name.to_string());
+        }
+        self.stack_of
+            .insert(name.to_string(), stack.map(str::to_string));
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(Some(s)) = self.stack_of.remove(name) {
+            if let Some(set) = self.by_stack.get_mut(&s) {
+                set.remove(name);
+                if set.is_empty() {
+                    self.by_stack.remove(&s);
+                }
+            }
+        }
+    }
+
+    fn names(&self, stack: &str) -> Vec<String> {
+        self.by_stack
+            .get(stack)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        self.stack_of.len()
+    }
+}
+
+/// One kind's store, its index and whether its first list has been seen.
 #[derive(Clone)]
 struct Kind {
-    store: Store<DynamicObject>,
+    store: Store<SlimObject>,
+    index: Arc<RwLock<Index>>,
     resource: ApiResource,
     synced: Arc<AtomicBool>,
+}
+
+impl Kind {
+    fn get(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.store
+            .get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace))
+            .and_then(|o| o.to_value())
+    }
+
+    fn of_stack(&self, namespace: &str, stack: &str) -> Vec<Value> {
+        let names = self
+            .index
+            .read()
+            .map(|i| i.names(stack))
+            .unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|n| self.get(namespace, n))
+            .collect()
+    }
 }
 
 /// The four stores of one management cluster.
@@ -36,10 +107,6 @@ pub struct StackCache {
     control_planes: Kind,
     deployments: Kind,
     machines: Kind,
-}
-
-fn to_value(o: &DynamicObject) -> Option<Value> {
-    serde_json::to_value(o).ok()
 }
 
 impl StackCache {
@@ -58,21 +125,8 @@ impl StackCache {
 
     /// Everything of one workload cluster.
     pub fn view(&self, stack: &str) -> StackView {
-        let get = |k: &Kind, name: &str| {
-            k.store
-                .get(&ObjectRef::new_with(name, k.resource.clone()).within(&self.namespace))
-                .and_then(|o| to_value(&o))
-        };
-        let of_stack = |k: &Kind| -> Vec<Value> {
-            k.store
-                .state_filter(|o| {
-                    o.labels().get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(stack)
-                })
-                .iter()
-                .filter_map(|o| to_value(o))
-                .collect()
-        };
-        let cluster = get(&self.clusters, stack);
+        let ns = &self.namespace;
+        let cluster = self.clusters.get(ns, stack);
         // The Cluster names its control plane; before the topology controller wrote the
         // reference, the label finds it.
         let control_plane = cluster
@@ -81,13 +135,13 @@ impl StackCache {
                 c.pointer("/spec/controlPlaneRef/name")
                     .and_then(Value::as_str)
             })
-            .and_then(|n| get(&self.control_planes, n))
-            .or_else(|| of_stack(&self.control_planes).into_iter().next());
+            .and_then(|n| self.control_planes.get(ns, n))
+            .or_else(|| self.control_planes.of_stack(ns, stack).into_iter().next());
         StackView {
             cluster,
             control_plane,
-            deployments: of_stack(&self.deployments),
-            machines: of_stack(&self.machines),
+            deployments: self.deployments.of_stack(ns, stack),
+            machines: self.machines.of_stack(ns, stack),
         }
     }
 }
@@ -102,41 +156,72 @@ pub fn start(
 ) -> (StackCache, Vec<JoinHandle<()>>) {
     let mut handles = Vec::new();
     let mut kind = |ar: &ApiResource, is_cluster: bool| {
-        let writer: Writer<DynamicObject> = Writer::new(ar.clone());
+        let writer: Writer<SlimObject> = Writer::new(ar.clone());
         let k = Kind {
             store: writer.as_reader(),
+            index: Arc::default(),
             resource: ar.clone(),
             synced: Arc::new(AtomicBool::new(false)),
         };
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+        let api: Api<SlimObject> = Api::namespaced_with(client.clone(), namespace, ar);
         let synced = Arc::clone(&k.synced);
+        let index = Arc::clone(&k.index);
         let changes = changes.clone();
         let mc = management.to_string();
         let plural = ar.plural.clone();
         handles.push(tokio::spawn(async move {
-            // managedFields are never read: not kept (a large part of each object).
-            let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|o| o.managed_fields_mut().clear());
+            let stack_of = move |o: &SlimObject| {
+                if is_cluster {
+                    Some(o.name_any())
+                } else {
+                    o.labels().get(CLUSTER_NAME_LABEL).cloned()
+                }
+            };
+            let stream = watcher(api, watcher::Config::default()).default_backoff();
             let mut stream = reflector::reflector(writer, stream).boxed();
+            // A (re)list builds a new index; it replaces the live one when the list is
+            // complete, as the store does.
+            let mut listing: Option<Index> = None;
+            let set_gauge = |index: &Arc<RwLock<Index>>| {
+                let n = index.read().map(|i| i.len()).unwrap_or(0);
+                crate::telemetry::metrics::watch_cache(&mc, &plural, true, n);
+            };
             while let Some(event) = stream.next().await {
                 match event {
-                    Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
-                        let stack = if is_cluster {
-                            Some(o.name_any())
-                        } else {
-                            o.labels().get(CLUSTER_NAME_LABEL).cloned()
-                        };
+                    Ok(watcher::Event::Init) => listing = Some(Index::default()),
+                    Ok(watcher::Event::InitApply(o)) => {
+                        if let Some(l) = listing.as_mut() {
+                            l.insert(&o.name_any(), stack_of(&o).as_deref());
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        if let (Some(l), Ok(mut live)) = (listing.take(), index.write()) {
+                            *live = l;
+                        }
+                        synced.store(true, Ordering::Release);
+                        set_gauge(&index);
+                        tracing::debug!(management_cluster = %mc, kind = %plural, "listed");
+                        let _ = changes.send(Change::All);
+                    }
+                    Ok(watcher::Event::Apply(o)) => {
+                        let stack = stack_of(&o);
+                        if let Ok(mut i) = index.write() {
+                            i.insert(&o.name_any(), stack.as_deref());
+                        }
+                        set_gauge(&index);
                         if let Some(stack) = stack {
                             let _ = changes.send(Change::Stack(stack));
                         }
                     }
-                    Ok(watcher::Event::InitDone) => {
-                        synced.store(true, Ordering::Release);
-                        tracing::debug!(management_cluster = %mc, kind = %plural, "listed");
-                        let _ = changes.send(Change::All);
+                    Ok(watcher::Event::Delete(o)) => {
+                        if let Ok(mut i) = index.write() {
+                            i.remove(&o.name_any());
+                        }
+                        set_gauge(&index);
+                        if let Some(stack) = stack_of(&o) {
+                            let _ = changes.send(Change::Stack(stack));
+                        }
                     }
-                    Ok(_) => {}
                     Err(e) => {
                         super::kube_driver::count_watch_error(&e);
                         tracing::warn!(management_cluster = %mc, kind = %plural, error = %e,
@@ -158,4 +243,28 @@ pub fn start(
         machines: kind(&resources.machine, false),
     };
     (cache, handles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_follows_inserts_moves_and_deletes() {
+        let mut i = Index::default();
+        i.insert("m1", Some("a"));
+        i.insert("m2", Some("a"));
+        i.insert("m3", Some("b"));
+        i.insert("x", None);
+        assert_eq!(i.names("a"), vec!["m1", "m2"]);
+        assert_eq!(i.len(), 4);
+        // a label change moves the object
+        i.insert("m2", Some("b"));
+        assert_eq!(i.names("a"), vec!["m1"]);
+        assert_eq!(i.names("b"), vec!["m2", "m3"]);
+        i.remove("m1");
+        assert!(i.names("a").is_empty());
+        assert!(!i.by_stack.contains_key("a"));
+        assert_eq!(i.len(), 3);
+    }
 }

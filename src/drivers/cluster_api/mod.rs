@@ -10,6 +10,7 @@ pub mod cache;
 pub mod kube_driver;
 pub mod leader;
 pub mod progress;
+pub mod slim;
 pub mod status;
 pub mod topology;
 
