@@ -94,7 +94,10 @@ step "real kube-apiserver + etcd with the Cluster API CRDs"
 "$HERE/kube.sh" build
 "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
 rm -rf "$KUBE_DIR"
-MAGNUM_RS_TEST_KUBECONFIG="$("$HERE/kube.sh" start "$KUBE_DIR")"
+# Every request of user magnum-rs (the limited kubeconfig) goes to $KUBE_DIR/audit.log:
+# tests/watch_idle.rs counts the driver's requests there.
+MAGNUM_RS_TEST_KUBECONFIG="$(KUBE_AUDIT_POLICY="$ROOT/tests/fixtures/kube/audit-policy.json" \
+  "$HERE/kube.sh" start "$KUBE_DIR")"
 export MAGNUM_RS_TEST_KUBECONFIG
 
 step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory) with their webhooks"
