@@ -30,7 +30,9 @@
 # cluster.x-k8s.io and controlplane.cluster.x-k8s.io groups (tests count the PATCHes
 # magnum-rs sends). Logs: DIR/<process>.log. Needs root (ip netns), curl, openssl,
 # socat (installed with apt-get when missing). Env: MAGNUM_RS_CACHE (~/.cache/magnum-rs).
-set -euo pipefail
+set -Eeuo pipefail
+# A failing command names itself (set -e alone exits without a word).
+trap 'echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"

@@ -27,7 +27,9 @@
 #   every request of user magnum-rs for bench/kube and tests/kube_idle.rs.
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs); cache lives in $MAGNUM_RS_CACHE/kube.
 # No CAPI controllers or webhooks run: tests write status through /status themselves.
-set -euo pipefail
+set -Eeuo pipefail
+# A failing command names itself (set -e alone exits without a word).
+trap 'echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MOD="$HERE/kube"                                  # wrapper Go module (committed)
