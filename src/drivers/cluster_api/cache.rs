@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 
 use super::progress::StackView;
 use super::slim::SlimObject;
-use super::topology::{Resources, CLUSTER_NAME_LABEL};
+use super::topology::Resources;
 use crate::drivers::Change;
 
 /// Object names by workload cluster (and each name's cluster), for one kind.
@@ -174,7 +174,7 @@ pub fn start(
                 if is_cluster {
                     Some(o.name_any())
                 } else {
-                    o.labels().get(CLUSTER_NAME_LABEL).cloned()
+                    o.labels.cluster_name.clone()
                 }
             };
             let stream = watcher(api, watcher::Config::default()).default_backoff();

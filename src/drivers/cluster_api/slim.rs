@@ -17,26 +17,55 @@ use kube::api::ApiResource;
 use kube::core::DynamicResourceScope;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::topology::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
 
-/// The labels the driver reads.
-const LABELS: &[&str] = &[
-    CLUSTER_NAME_LABEL,
-    CONTROL_PLANE_LABEL,
-    DEPLOYMENT_NAME_LABEL,
-];
+/// The labels the driver reads, kept as fields: a `BTreeMap` of labels costs about 0.5 KB
+/// per object whatever it holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Labels {
+    pub cluster_name: Option<String>,
+    pub control_plane: bool,
+    pub deployment_name: Option<String>,
+}
 
-/// The conditions the driver reads.
-const CONDITIONS: &[&str] = &[
-    "TopologyReconciled",
-    "ControlPlaneAvailable",
-    "Available",
-    "ScalingUp",
-    "ScalingDown",
-    "RollingOut",
-];
+impl Labels {
+    fn from_map(mut m: BTreeMap<String, String>) -> Labels {
+        Labels {
+            cluster_name: m.remove(CLUSTER_NAME_LABEL),
+            control_plane: m.contains_key(CONTROL_PLANE_LABEL),
+            deployment_name: m.remove(DEPLOYMENT_NAME_LABEL),
+        }
+    }
+
+    fn to_json(&self) -> Option<Value> {
+        let mut m = Map::new();
+        if let Some(c) = &self.cluster_name {
+            m.insert(CLUSTER_NAME_LABEL.into(), Value::String(c.clone()));
+        }
+        if self.control_plane {
+            m.insert(CONTROL_PLANE_LABEL.into(), Value::String(String::new()));
+        }
+        if let Some(d) = &self.deployment_name {
+            m.insert(DEPLOYMENT_NAME_LABEL.into(), Value::String(d.clone()));
+        }
+        (!m.is_empty()).then_some(Value::Object(m))
+    }
+}
+
+/// Whether the driver reads a condition (progress.rs): the Cluster's
+/// `TopologyReconciled` and `ControlPlaneAvailable` always; of the others only those that
+/// speak of movement (a True `ScalingUp`/`ScalingDown`/`RollingOut`, a False `Available`),
+/// so an object at rest keeps none.
+fn wanted(kind: &str, status: Option<&str>) -> bool {
+    match kind {
+        "TopologyReconciled" | "ControlPlaneAvailable" => true,
+        "ScalingUp" | "ScalingDown" | "RollingOut" => status == Some("True"),
+        "Available" => status != Some("True"),
+        _ => false,
+    }
+}
 
 /// A value of the expected type, or nothing (a field of another type is dropped).
 fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
@@ -44,15 +73,13 @@ fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Optio
     Ok(serde_json::from_value(v).ok())
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Meta {
     #[serde(default, deserialize_with = "lenient")]
     name: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     namespace: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    uid: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     resource_version: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
@@ -63,22 +90,15 @@ struct Meta {
     deletion_timestamp: Option<Time>,
 }
 
-fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
-    let m = Meta::deserialize(d)?;
-    let labels = m.labels.map(|mut l| {
-        l.retain(|k, _| LABELS.contains(&k.as_str()));
-        l
-    });
-    Ok(ObjectMeta {
-        name: m.name,
-        namespace: m.namespace,
-        uid: m.uid,
-        resource_version: m.resource_version,
-        generation: m.generation,
-        labels,
-        deletion_timestamp: m.deletion_timestamp,
-        ..ObjectMeta::default()
-    })
+/// An object as it arrives; turned into a [`SlimObject`].
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default)]
+    metadata: Meta,
+    #[serde(default)]
+    spec: Spec,
+    #[serde(default)]
+    status: Status,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -196,7 +216,7 @@ fn wanted_conditions<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Condi
             .filter(|c| {
                 c.get("type")
                     .and_then(Value::as_str)
-                    .is_some_and(|t| CONDITIONS.contains(&t))
+                    .is_some_and(|t| wanted(t, c.get("status").and_then(Value::as_str)))
             })
             .filter_map(|c| serde_json::from_value(c).ok())
             .collect(),
@@ -291,15 +311,34 @@ pub struct Status {
     pub node_ref: Option<NameRef>,
 }
 
-/// One cached object.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// One cached object: its identity (name, namespace, resourceVersion, generation, deletion),
+/// the labels the driver reads, and its slim spec and status.
+#[derive(Clone, Debug, Default)]
 pub struct SlimObject {
-    #[serde(deserialize_with = "slim_meta")]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    pub labels: Labels,
     pub spec: Spec,
-    #[serde(default)]
     pub status: Status,
+}
+
+impl<'de> Deserialize<'de> for SlimObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        let m = w.metadata;
+        Ok(SlimObject {
+            metadata: ObjectMeta {
+                name: m.name,
+                namespace: m.namespace,
+                resource_version: m.resource_version,
+                generation: m.generation,
+                deletion_timestamp: m.deletion_timestamp,
+                ..ObjectMeta::default()
+            },
+            labels: m.labels.map(Labels::from_map).unwrap_or_default(),
+            spec: w.spec,
+            status: w.status,
+        })
+    }
 }
 
 impl kube::Resource for SlimObject {
@@ -336,9 +375,20 @@ impl kube::Resource for SlimObject {
 }
 
 impl SlimObject {
-    /// The object as JSON, in its Kubernetes shape.
+    /// The object as JSON, in its Kubernetes shape (with fewer fields).
     pub fn to_value(&self) -> Option<Value> {
-        serde_json::to_value(self).ok()
+        let mut meta = match serde_json::to_value(&self.metadata).ok()? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        if let Some(l) = self.labels.to_json() {
+            meta.insert("labels".into(), l);
+        }
+        let mut o = Map::new();
+        o.insert("metadata".into(), Value::Object(meta));
+        o.insert("spec".into(), serde_json::to_value(&self.spec).ok()?);
+        o.insert("status".into(), serde_json::to_value(&self.status).ok()?);
+        Some(Value::Object(o))
     }
 }
 
@@ -349,6 +399,7 @@ mod tests {
 
     fn slim(v: Value) -> Value {
         let o: SlimObject = serde_json::from_value(v).expect("a SlimObject");
+        assert!(o.metadata.labels.is_none() && o.metadata.annotations.is_none());
         o.to_value().expect("json")
     }
 
@@ -369,6 +420,8 @@ mod tests {
                            {"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
                             "message": "Scaling up", "observedGeneration": 3,
                             "lastTransitionTime": "2026-12-04T00:00:00Z"},
+                           {"type": "ScalingDown", "status": "False", "reason": "NotScalingDown"},
+                           {"type": "Available", "status": "True", "reason": "Available"},
                            {"type": "EtcdClusterHealthy", "status": "True"}]}
         }));
         assert_eq!(v["spec"], json!({"replicas": 3, "version": "v1.31.0"}));
