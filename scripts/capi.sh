@@ -153,7 +153,9 @@ wait_for() {
   local secs="$1" name="$2" i; shift 2
   for ((i = 0; i < secs * 5; i++)); do
     if "$@" >/dev/null 2>&1; then return 0; fi
-    if [[ -z "$(live_pid "$name")" ]]; then
+    # The process was started just now: its pid is enough (live_pid's command-line check,
+    # against a stale pid file, can miss a process that has forked but not yet exec'd).
+    if ! kill -0 "$(cat "$DIR/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
       log "$name exited; tail of $DIR/$name.log:"; tail -n 30 "$DIR/$name.log" >&2; return 1
     fi
     sleep 0.2
