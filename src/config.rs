@@ -87,6 +87,18 @@ impl Default for NoauthConfig {
 pub struct ApiConfig {
     /// `[api] max_limit`: the largest page.
     pub max_limit: i64,
+    /// Seconds a client has to send a request's headers, from the connection's start or the
+    /// end of the previous response (so also the keep-alive idle timeout). Apache's
+    /// `RequestReadTimeout header=20`.
+    pub header_read_timeout: u64,
+    /// Connections open at once; one more is closed at once. Keep it below the process's
+    /// file-descriptor limit (`ulimit -n`), with room for the database and kube clients.
+    pub max_connections: usize,
+    /// The largest request body in bytes; a larger one gets 413 in Magnum's envelope.
+    pub max_request_body_size: usize,
+    /// oslo.middleware's `enable_proxy_headers_parsing`: take the links' scheme from
+    /// `X-Forwarded-Proto`. Only behind a proxy that sets (or strips) it.
+    pub enable_proxy_headers_parsing: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -143,7 +155,13 @@ impl Default for Config {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig { max_limit: 1000 }
+        ApiConfig {
+            max_limit: 1000,
+            header_read_timeout: 20,
+            max_connections: 1024,
+            max_request_body_size: 2 * 1024 * 1024,
+            enable_proxy_headers_parsing: false,
+        }
     }
 }
 

@@ -138,6 +138,19 @@ pub enum ApiError {
         resource: String,
     },
 
+    // --- the request's framing ----------------------------------------------------------
+    /// A body over `[api] max_request_body_size` (oslo.middleware's sizelimit text; Magnum's
+    /// pipeline sets no limit: docs/compatibility.md).
+    #[error("Request is too large. Larger than max_request_body_size ({0}).")]
+    RequestTooLarge(usize),
+    /// WSME's `args_from_body` for a body in a type it does not read.
+    #[error("Unknown mimetype: {0}")]
+    UnknownMimetype(String),
+    /// A request the HTTP framework refused before a handler ran (a path that is not
+    /// UTF-8, a body that ended early), with the framework's status and text.
+    #[error("{detail}")]
+    Rejected { status: StatusCode, detail: String },
+
     // --- webob / pecan -----------------------------------------------------------------
     #[error("")]
     RouteNotFound,
@@ -233,6 +246,9 @@ impl ApiError {
             NotAcceptable(_) | VersionNotAvailable { .. } | MicroversionUnsupported { .. } => {
                 StatusCode::NOT_ACCEPTABLE
             }
+            RequestTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            UnknownMimetype(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Rejected { status, .. } => *status,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod drivers;
 pub mod error;
 pub mod health;
+pub mod listener;
 pub mod model;
 pub mod mservice;
 pub mod names;
@@ -167,13 +168,13 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker = run_worker.then(|| tokio::spawn(conductor(state.clone(), stop_rx)));
+    let limits = listener::ConnectionLimits::of(&state.config.api);
     let app = app(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        })
-        .await?;
+    listener::serve(listener, app, limits, async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    })
+    .await;
     if let Some(w) = worker {
         let _ = w.await;
     }

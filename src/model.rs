@@ -206,10 +206,10 @@ impl ClusterCounts {
         for ng in ngs {
             let addrs = ng.node_addresses.clone().unwrap_or_default();
             if ng.is_master() {
-                c.master_count += ng.node_count;
+                c.master_count = c.master_count.saturating_add(ng.node_count);
                 c.master_addresses.extend(addrs);
             } else {
-                c.node_count += ng.node_count;
+                c.node_count = c.node_count.saturating_add(ng.node_count);
                 c.node_addresses.extend(addrs);
             }
         }

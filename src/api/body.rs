@@ -181,6 +181,16 @@ impl Body {
                 ));
             }
         }
+        // Magnum's integer columns are 32-bit: a larger value is a database error there
+        // (a 500), or a saturated number in a non-strict MySQL. Refused here, in WSME's words
+        // for an `IntegerType` maximum (docs/compatibility.md, `diff:integer-range`).
+        if n > INT_COLUMN_MAX {
+            return Err(ApiError::invalid_input(
+                name,
+                py_str(v),
+                format!("Value should be lower or equal to {INT_COLUMN_MAX}"),
+            ));
+        }
         Ok(Some(n))
     }
 
@@ -286,6 +296,16 @@ impl Body {
 
     /// A dict of str → (str|int|bool|float), stored by Magnum as strings.
     pub fn labels(&self, name: &str) -> ApiResult<Option<Map<String, Value>>> {
+        self.multi_type_dict(name, false)
+    }
+
+    /// The same type for a dict the API ignores (`labels_added`, …): WSME lets a `None`
+    /// value through there.
+    pub fn label_values(&self, name: &str) -> ApiResult<Option<Map<String, Value>>> {
+        self.multi_type_dict(name, true)
+    }
+
+    fn multi_type_dict(&self, name: &str, nulls: bool) -> ApiResult<Option<Map<String, Value>>> {
         let Some(v) = self.get(name) else {
             return Ok(None);
         };
@@ -297,6 +317,7 @@ impl Body {
             let s = match val {
                 Value::String(s) => s.clone(),
                 Value::Bool(_) | Value::Number(_) => py_str(val),
+                Value::Null if nulls => continue,
                 other => {
                     return Err(ApiError::invalid_input(
                         name,
@@ -308,6 +329,41 @@ impl Body {
             out.insert(k.clone(), Value::String(s));
         }
         Ok(Some(out))
+    }
+
+    /// A `wtypes.Enum(wtypes.text, …)` attribute. Magnum lists the values from a Python set,
+    /// in an order that changes with the process's hash seed; here in `values`' order.
+    pub fn one_of(&self, name: &str, values: &[&str]) -> ApiResult<Option<String>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) if values.contains(&s.as_str()) => Ok(Some(s.clone())),
+            Some(other) => Err(ApiError::invalid_input(
+                name,
+                py_str(other),
+                format!("Value should be one of: {}", values.join(", ")),
+            )),
+        }
+    }
+
+    /// A `wtypes.DictType(wtypes.text, wtypes.text)` attribute.
+    pub fn text_dict(&self, name: &str) -> ApiResult<Option<Map<String, Value>>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        let Value::Object(m) = v else {
+            return Err(self.not_a_dict(v));
+        };
+        if let Some(bad) = m.values().find(|v| !v.is_string() && !v.is_null()) {
+            return Err(ApiError::invalid_input(
+                name,
+                py_str(v),
+                format!(
+                    "Wrong type. Expected '<class 'str'>', got '<class '{}'>'",
+                    py_type(bad)
+                ),
+            ));
+        }
+        Ok(Some(m.clone()))
     }
 
     /// Any JSON object (for dicts validated elsewhere).
@@ -345,7 +401,11 @@ pub fn bool_from_string(subject: &str) -> Result<bool, String> {
     }
 }
 
-/// WSME's int conversion.
+/// The largest value of Magnum's `Integer` columns (MySQL `INT`, 32-bit signed).
+pub const INT_COLUMN_MAX: i64 = i32::MAX as i64;
+
+/// Python's `int(value)` of a JSON number or boolean. Numbers beyond 64 bits saturate; the
+/// callers' range check refuses them.
 pub fn to_int(name: &str, v: &Value) -> ApiResult<i64> {
     match v {
         Value::Number(n) => n

@@ -17,7 +17,7 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{Batch, NewOperation, OpKind};
+use crate::store::operations::{AcceptResize, Batch, NewOperation, OpKind, ResizeRefused};
 use crate::store::Bind;
 
 pub fn routes() -> Routes {
@@ -166,18 +166,38 @@ async fn resize_cluster(
         new_count: Some(req.node_count),
         payload: json!({"nodes_to_remove": nodes_to_remove}),
     };
-    state
+    let accepted = state
         .store
-        .accept_resize(
-            cluster.id,
-            nodegroup.id,
-            nodegroup.node_count,
-            req.node_count,
+        .accept_resize(AcceptResize {
+            cluster_id: cluster.id,
+            nodegroup_id: nodegroup.id,
+            seen: nodegroup.node_count,
+            new_count: req.node_count,
             op,
-        )
+            allowed: status::allows_resize,
+            cluster_changes: Vec::new(),
+        })
         .await?;
+    accepted.map_err(|refused| resize_refused(refused, &ident, &nodegroup.name, "Resizing"))?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
+}
+
+/// A resize the store refused under its row locks: the rows changed since the handler read
+/// them (a delete or another operation raced it).
+pub(crate) fn resize_refused(
+    refused: ResizeRefused,
+    cluster: &str,
+    nodegroup: &str,
+    verb: &str,
+) -> ApiError {
+    match refused {
+        ResizeRefused::ClusterGone => ApiError::ClusterNotFound(cluster.into()),
+        ResizeRefused::NodeGroupGone => ApiError::NodeGroupNotFound(nodegroup.into()),
+        ResizeRefused::ClusterStatus(current) => {
+            ApiError::NotSupported(format!("{verb} a cluster when status is \"{current}\""))
+        }
+    }
 }
 
 /// Mirrors `ActionsController.upgrade` (400 at exactly 1.7) and `_upgrade` (1.8+), plus the

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::{check_name_pattern, member_post_error, Body};
+use super::cluster_actions::resize_refused;
 use super::jsonpatch::{self, BASE_INTERNAL};
 use super::lookup;
 use super::microversion::Version;
@@ -20,7 +21,7 @@ use crate::model::{
     status, Cluster, ClusterCounts, NodeGroup, RequestContext, Tenancy, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::state::AppState;
-use crate::store::operations::{NewOperation, OpKind};
+use crate::store::operations::{AcceptResize, NewOperation, OpKind};
 use crate::store::{is_cluster_column, Bind};
 
 pub fn routes() -> Routes {
@@ -36,6 +37,9 @@ pub fn routes() -> Routes {
         .delete("/v1/clusters/{ident}", delete_cluster)
         .get("/v1/clusters/{ident}/detail", detail_under_cluster)
 }
+
+/// `fields.ClusterHealthStatus.ALL`.
+const HEALTH_STATUSES: [&str; 3] = ["HEALTHY", "UNHEALTHY", "UNKNOWN"];
 
 const WRITABLE: &[&str] = &[
     "uuid",
@@ -462,6 +466,15 @@ async fn create_cluster(
     let master_lb_enabled = b.boolean("master_lb_enabled")?;
     let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
     let discovery_url = b.text("discovery_url")?;
+    // Accepted and ignored, but typed as WSME types them (a wrong type is a 400 there too).
+    b.one_of("status", &status::ALL)?;
+    b.text("status_reason")?;
+    b.one_of("health_status", &HEALTH_STATUSES)?;
+    b.text_dict("health_status_reason")?;
+    b.text_dict("faults")?;
+    for key in ["labels_overridden", "labels_added", "labels_skipped"] {
+        b.label_values(key)?;
+    }
 
     // Decorators: template lookup (400 instead of 404 below 1.10), cluster type, master size.
     let scope = lookup::template_scope(&ctx, false);
@@ -665,7 +678,7 @@ async fn update_cluster(
     patched.int("master_count", Some(1))?;
     let health_status = patched.string("health_status", 0, 20)?;
     if let Some(h) = &health_status {
-        if !["HEALTHY", "UNHEALTHY", "UNKNOWN"].contains(&h.as_str()) {
+        if !HEALTH_STATUSES.contains(&h.as_str()) {
             return Err(ApiError::invalid_input(
                 "health_status",
                 h,
@@ -707,30 +720,46 @@ async fn update_cluster(
     if health_reason != c.health_status_reason {
         changes.push(("health_status_reason", Bind::json_map(&health_reason)));
     }
-    if !changes.is_empty() {
-        state.store.update_cluster(c.id, &changes).await?;
-    }
-    if let Some(w) = worker.filter(|w| w.node_count != node_count) {
-        // The conductor's cluster_update: only from the *_COMPLETE states.
-        let current = c.status.clone().unwrap_or_default();
-        if !status::allows_update(&current) {
-            return Err(ApiError::NotSupported(format!(
-                "Updating a cluster when status is \"{current}\""
-            )));
+    match worker.filter(|w| w.node_count != node_count) {
+        // No resize: the health fields alone.
+        None => {
+            if !changes.is_empty() {
+                state.store.update_cluster(c.id, &changes).await?;
+            }
         }
-        let op = NewOperation {
-            kind: OpKind::Resize,
-            cluster_uuid: c.uuid.clone(),
-            nodegroup_id: Some(w.id),
-            old_count: None,
-            new_count: Some(node_count),
-            payload: json!({"nodes_to_remove": []}),
-        };
-        state
-            .store
-            .accept_resize(c.id, w.id, w.node_count, node_count, op)
-            .await?;
-        state.operations.kick();
+        // The health fields and the resize in one transaction, so a refused resize writes
+        // nothing at all.
+        Some(w) => {
+            // The conductor's cluster_update: only from the *_COMPLETE states.
+            let current = c.status.clone().unwrap_or_default();
+            if !status::allows_update(&current) {
+                return Err(ApiError::NotSupported(format!(
+                    "Updating a cluster when status is \"{current}\""
+                )));
+            }
+            let op = NewOperation {
+                kind: OpKind::Resize,
+                cluster_uuid: c.uuid.clone(),
+                nodegroup_id: Some(w.id),
+                old_count: None,
+                new_count: Some(node_count),
+                payload: json!({"nodes_to_remove": []}),
+            };
+            let accepted = state
+                .store
+                .accept_resize(AcceptResize {
+                    cluster_id: c.id,
+                    nodegroup_id: w.id,
+                    seen: w.node_count,
+                    new_count: node_count,
+                    op,
+                    allowed: status::allows_update,
+                    cluster_changes: changes,
+                })
+                .await?;
+            accepted.map_err(|refused| resize_refused(refused, &ident, &w.name, "Updating"))?;
+            state.operations.kick();
+        }
     }
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": c.uuid}))))
 }

@@ -15,11 +15,12 @@ pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
 pub mod quotas;
+pub mod request_body;
 pub mod routes;
 pub mod stats;
 pub mod versions;
 
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderName, HeaderValue, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -55,6 +56,12 @@ pub fn route_table() -> Vec<Route> {
 pub fn router(state: AppState) -> Router {
     let v1 = v1_routes()
         .into_router()
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            request_body::check,
+        ))
+        // request_body::check enforces `[api] max_request_body_size` instead.
+        .layer(DefaultBodyLimit::disable())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(microversion::negotiate_layer));
     let inner = Router::new()
@@ -69,10 +76,26 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .fallback_service(inner.map_request(normalize_path))
         .layer(middleware::from_fn_with_state(
-            state,
+            state.clone(),
             crate::auth::keystone::layer,
         ))
+        .layer(middleware::from_fn_with_state(state, proxy_headers))
         .layer(middleware::from_fn(request_id))
+}
+
+/// oslo.middleware's `HTTPProxyToWSGI` in Magnum's pipeline: `X-Forwarded-Proto` names the
+/// scheme of the links only with `[api] enable_proxy_headers_parsing` (off by default, as
+/// oslo's option of that name), that is when a trusted proxy sets it; otherwise a client
+/// could make every link it is shown point elsewhere.
+async fn proxy_headers(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !state.config.api.enable_proxy_headers_parsing {
+        req.headers_mut().remove("x-forwarded-proto");
+    }
+    next.run(req).await
 }
 
 async fn not_found() -> ApiError {
@@ -112,10 +135,14 @@ fn normalize_path(mut req: Request) -> Request {
     req
 }
 
-/// The Accept-dependent blanks of webob errors.
+/// The Accept-dependent blanks of webob errors, and the envelope around whatever the HTTP
+/// framework refused by itself (an extractor's plain-text rejection).
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
     let mut resp = next.run(req).await;
+    if is_framework_rejection(&resp) {
+        resp = into_envelope(resp).await;
+    }
     let marker = resp.extensions().get::<ErrorMarker>().cloned();
     if let Some(m) = marker {
         if m.flavor == Flavor::Webob && !json {
@@ -128,6 +155,40 @@ async fn finish_response(req: Request, next: Next) -> Response {
         }
     }
     resp
+}
+
+/// An error response that did not come from [`ApiError`]: axum's extractors answer in
+/// plain text.
+fn is_framework_rejection(resp: &Response) -> bool {
+    let status = resp.status();
+    (status.is_client_error() || status.is_server_error())
+        && resp.extensions().get::<ErrorMarker>().is_none()
+        && resp
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/plain"))
+}
+
+/// The same status and text, through [`ApiError`] (so in Magnum's envelope).
+async fn into_envelope(resp: Response) -> Response {
+    let status = resp.status();
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let mut enveloped = ApiError::Rejected {
+        status,
+        detail: text,
+    }
+    .into_response();
+    for (name, value) in parts.headers.iter() {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            enveloped.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    enveloped
 }
 
 /// Outermost layer (oslo's `request_id` middleware): `x-openstack-request-id` on every

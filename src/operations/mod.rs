@@ -53,6 +53,9 @@ pub struct OperationsConfig {
     /// recorded close together are claimed in one transaction (and resizes of one nodegroup
     /// superseded by the newest) instead of one durable commit each. 0: no wait.
     pub coalesce_ms: u64,
+    /// Finished operations (done, failed, superseded) kept in `magnum_rs_operation` for
+    /// inspection; older ones are deleted by the worker's periodic pass. 0: keep none.
+    pub keep_finished: u64,
 }
 
 impl Default for OperationsConfig {
@@ -60,6 +63,7 @@ impl Default for OperationsConfig {
         OperationsConfig {
             poll_interval: 2,
             coalesce_ms: 20,
+            keep_finished: 10_000,
         }
     }
 }

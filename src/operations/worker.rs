@@ -33,7 +33,10 @@ pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
         }
         let kicked = tokio::select! {
             _ = notify.notified() => true,
-            _ = tokio::time::sleep(poll) => false,
+            _ = tokio::time::sleep(poll) => {
+                prune_history(&state).await;
+                false
+            }
             _ = shutdown.changed() => false,
         };
         if kicked && !coalesce.is_zero() {
@@ -45,6 +48,19 @@ pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
         if *shutdown.borrow() {
             break;
         }
+    }
+}
+
+/// Keeps `[operations] keep_finished` finished operations, on the periodic pass.
+async fn prune_history(state: &AppState) {
+    match state
+        .store
+        .prune_finished(state.config.operations.keep_finished)
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(deleted = n, "finished operations pruned"),
+        Err(e) => tracing::warn!(error = %e, "cannot prune finished operations"),
     }
 }
 
@@ -83,10 +99,30 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
         let claim = state.store.claim_operations(&superseded, &run).await?;
         let progressed = claim.superseded > 0 || !claim.running.is_empty();
         handled += claim.superseded as usize + claim.running.len();
+        // A database error on one operation does not strand the rest of the claimed batch:
+        // that one goes back to pending (if the database lets it), the others run, and the
+        // first error ends the pass once the batch is through.
+        let mut first_error = None;
         for op in to_run {
-            if claim.running.contains(&op.id) {
-                process(state, op).await?;
+            if !claim.running.contains(&op.id) {
+                continue;
             }
+            let id = op.id;
+            if let Err(e) = process(state, op).await {
+                tracing::error!(operation = id, error = %e, "operation interrupted by a database error; requeued");
+                let reason = format!("database error: {e}");
+                if let Err(e2) = state
+                    .store
+                    .transition_operation(id, op_state::RUNNING, op_state::PENDING, Some(&reason))
+                    .await
+                {
+                    tracing::error!(operation = id, error = %e2, "cannot requeue the operation");
+                }
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
         // A short batch was all there was; what was recorded since then kicked the worker
         // (or the periodic pass finds it).

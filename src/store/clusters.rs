@@ -123,11 +123,21 @@ impl Store {
         if let Some(op) = op {
             insert_operation(&mut tx, op).await?;
         }
+        // Read back on the same connection, before the commit: a second connection asked
+        // for while this one is held deadlocks a busy pool (every holder waiting for
+        // another), and a read that fails after the commit would answer 500 for a cluster
+        // that exists.
+        let row = sqlx::query(&format!(
+            "SELECT {} FROM cluster t WHERE t.uuid = ?",
+            cluster_select()
+        ))
+        .bind(c.uuid.clone())
+        .fetch_one(&mut *tx)
+        .await?;
+        let stored = cluster_from_row(&row)?;
         tx.commit().await?;
         conn.mark_clean();
-        self.cluster_by_uuid(&c.uuid)
-            .await?
-            .ok_or(sqlx::Error::RowNotFound)
+        Ok(stored)
     }
 
     pub async fn update_cluster(

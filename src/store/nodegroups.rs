@@ -138,10 +138,10 @@ impl Store {
             };
             let c = counts.entry(cluster_id).or_default();
             if is_master {
-                c.master_count += node_count;
+                c.master_count = c.master_count.saturating_add(node_count);
                 c.master_addresses.extend(addrs);
             } else {
-                c.node_count += node_count;
+                c.node_count = c.node_count.saturating_add(node_count);
                 c.node_addresses.extend(addrs);
             }
         }
@@ -201,18 +201,22 @@ impl Store {
     }
 
     pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
+        // Insert and read back in one transaction on one connection (see insert_cluster).
         let mut conn = self.conn().await?;
-        insert_nodegroup_on(&mut conn, ng, &now()).await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        insert_nodegroup_on(&mut tx, ng, &now()).await?;
+        let sql = format!(
+            "SELECT {} FROM nodegroup t WHERE t.uuid = ?",
+            nodegroup_select()
+        );
+        let row = sqlx::query(&sql)
+            .bind(ng.uuid.clone())
+            .fetch_one(&mut *tx)
+            .await?;
+        let stored = nodegroup_from_row(&row)?;
+        tx.commit().await?;
         conn.mark_clean();
-        drop(conn);
-        self.find_nodegroup(
-            &ng.cluster_id,
-            &NodeGroupFilter::default(),
-            "uuid",
-            Bind::text(&ng.uuid),
-        )
-        .await?
-        .ok_or(sqlx::Error::RowNotFound)
+        Ok(stored)
     }
 
     pub async fn update_nodegroup(

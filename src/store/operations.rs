@@ -72,6 +72,30 @@ pub struct NewOperation {
     pub payload: Value,
 }
 
+/// A resize to accept ([`Store::accept_resize`]).
+#[derive(Debug)]
+pub struct AcceptResize<'a> {
+    pub cluster_id: i64,
+    pub nodegroup_id: i64,
+    /// The count the caller read.
+    pub seen: i64,
+    pub new_count: i64,
+    pub op: NewOperation,
+    /// The cluster statuses a resize may start from (the conductor's rule).
+    pub allowed: fn(&str) -> bool,
+    /// Other columns of the cluster written with the resize (a PATCH's health fields).
+    pub cluster_changes: Vec<(&'a str, Bind)>,
+}
+
+/// Why [`Store::accept_resize`] wrote nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResizeRefused {
+    ClusterGone,
+    NodeGroupGone,
+    /// The cluster's status when the resize was tried.
+    ClusterStatus(String),
+}
+
 /// How many operations are in one unfinished state, and how old the oldest is.
 #[derive(Clone, Debug)]
 pub struct QueueState {
@@ -387,8 +411,10 @@ impl Store {
     }
 
     /// Accepts a resize: in one transaction, sets the new count and `UPDATE_IN_PROGRESS` on
-    /// nodegroup and cluster, and records the operation with the count it replaced. Returns
-    /// that previous count.
+    /// nodegroup and cluster (with `cluster_changes` beside them), and records the operation
+    /// with the count it replaced. Returns that previous count, or why nothing was written:
+    /// the nodegroup or the cluster is gone, or the cluster's status (read under its row
+    /// lock) is not one `allowed` accepts, so a resize racing a delete never gets a 202.
     ///
     /// `seen` is the count the caller read before. The first write is conditional on it
     /// (`… AND node_count = seen`): the row lock it takes (InnoDB; SQLite's database write
@@ -396,14 +422,20 @@ impl Store {
     /// when it matches, without a separate read. When another resize got there first, the
     /// row is locked, read and written again. Either way concurrent resizes of one nodegroup
     /// serialize on the lock, and operation ids follow the order in which counts were written.
+    /// Rows are locked nodegroup first, then cluster, as a delete does.
     pub async fn accept_resize(
         &self,
-        cluster_id: i64,
-        nodegroup_id: i64,
-        seen: i64,
-        new_count: i64,
-        mut op: NewOperation,
-    ) -> Result<i64, sqlx::Error> {
+        resize: AcceptResize<'_>,
+    ) -> Result<Result<i64, ResizeRefused>, sqlx::Error> {
+        let AcceptResize {
+            cluster_id,
+            nodegroup_id,
+            seen,
+            new_count,
+            mut op,
+            allowed,
+            cluster_changes,
+        } = resize;
         let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
         let mut conn = self.conn().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
@@ -424,16 +456,22 @@ impl Store {
         let old = if matched {
             seen
         } else {
-            // Another count was written since the caller's read: lock, read, write.
+            // Another count was written since the caller's read (or the row is gone): lock,
+            // read, write.
             sqlx::query("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
                 .bind(nodegroup_id)
                 .execute(&mut *tx)
                 .await?;
-            let old: Option<i64> =
+            let old: Option<Option<i64>> =
                 sqlx::query_scalar("SELECT node_count FROM nodegroup WHERE id = ?")
                     .bind(nodegroup_id)
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
+            let Some(old) = old else {
+                tx.rollback().await?;
+                conn.mark_clean();
+                return Ok(Err(ResizeRefused::NodeGroupGone));
+            };
             update_columns(
                 &mut *tx,
                 "nodegroup",
@@ -447,23 +485,38 @@ impl Store {
             .await?;
             old.unwrap_or(1)
         };
-        update_columns(
-            &mut *tx,
-            "cluster",
-            cluster_id,
-            &[
-                ("status", Bind::text(in_progress)),
-                ("updated_at", Bind::text(written_at)),
-            ],
-        )
-        .await?;
+        sqlx::query("UPDATE cluster SET updated_at = updated_at WHERE id = ?")
+            .bind(cluster_id)
+            .execute(&mut *tx)
+            .await?;
+        let current: Option<Option<String>> =
+            sqlx::query_scalar("SELECT status FROM cluster WHERE id = ?")
+                .bind(cluster_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let refused = match &current {
+            None => Some(ResizeRefused::ClusterGone),
+            Some(s) if !allowed(s.as_deref().unwrap_or_default()) => {
+                Some(ResizeRefused::ClusterStatus(s.clone().unwrap_or_default()))
+            }
+            Some(_) => None,
+        };
+        if let Some(refused) = refused {
+            tx.rollback().await?;
+            conn.mark_clean();
+            return Ok(Err(refused));
+        }
+        let mut changes = cluster_changes;
+        changes.push(("status", Bind::text(in_progress)));
+        changes.push(("updated_at", Bind::text(written_at)));
+        update_columns(&mut *tx, "cluster", cluster_id, &changes).await?;
         op.old_count = Some(old);
         op.nodegroup_id = Some(nodegroup_id);
         op.new_count = Some(new_count);
         insert_operation(&mut tx, &op).await?;
         tx.commit().await?;
         conn.mark_clean();
-        Ok(old)
+        Ok(Ok(old))
     }
 
     /// The unfinished operations per state (pending, running): how many, and the age of the
@@ -719,6 +772,30 @@ impl Store {
         .execute(&mut self.conn().await?)
         .await?;
         Ok(r.rows_affected() == 1)
+    }
+
+    /// Deletes finished operations (done, failed, superseded) beyond the newest `keep`.
+    /// Returns how many went. Two statements: MySQL cannot delete from a table its own
+    /// subquery reads.
+    pub async fn prune_finished(&self, keep: u64) -> Result<u64, sqlx::Error> {
+        const FINISHED: &str = "state IN ('done', 'failed', 'superseded')";
+        let mut conn = self.conn().await?;
+        let newest_dropped: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT id FROM magnum_rs_operation WHERE {FINISHED} ORDER BY id DESC LIMIT 1 OFFSET ?"
+        ))
+        .bind(i64::try_from(keep).unwrap_or(i64::MAX))
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(below) = newest_dropped else {
+            return Ok(0);
+        };
+        let r = sqlx::query(&format!(
+            "DELETE FROM magnum_rs_operation WHERE {FINISHED} AND id <= ?"
+        ))
+        .bind(below)
+        .execute(&mut *conn)
+        .await?;
+        Ok(r.rows_affected())
     }
 
     /// After a restart: operations a dead worker had claimed run again (drivers apply

@@ -68,6 +68,7 @@ struct Metrics {
     watch_objects: Family<WatchLabels, Gauge>,
     reconcile_passes: Family<TriggerLabels, Counter>,
     reconcile_writes: Family<WriteLabels, Counter>,
+    connections_refused: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -96,6 +97,7 @@ fn metrics() -> &'static Metrics {
             watch_objects: Family::default(),
             reconcile_passes: Family::default(),
             reconcile_writes: Family::default(),
+            connections_refused: Counter::default(),
         };
         registry.register(
             "http_requests",
@@ -147,14 +149,33 @@ fn metrics() -> &'static Metrics {
             "Database writes of the reconciler, by what it wrote (progress, reason, facts, finish, fail; one transaction each)",
             m.reconcile_writes.clone(),
         );
+        registry.register(
+            "http_connections_refused",
+            "New connections closed at once because [api] max_connections were open",
+            m.connections_refused.clone(),
+        );
         Metrics { registry, ..m }
     })
 }
 
-/// Records one answered HTTP request.
+/// The `method` label: the standard methods by name, any other (a client may send any
+/// token) as `other`, so that invented methods cannot grow the registry.
+fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT",
+    ];
+    KNOWN
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// Records one answered HTTP request. Every label comes from a bounded set: the route is a
+/// template (or `unmatched`), the status a number, the method [`method_label`].
 pub fn record_request(method: &str, route: &str, status: u16, elapsed: Duration) {
     let labels = HttpLabels {
-        method: method.to_string(),
+        method: method_label(method).to_string(),
         route: route.to_string(),
         status: status.to_string(),
     };
@@ -163,6 +184,11 @@ pub fn record_request(method: &str, route: &str, status: u16, elapsed: Duration)
     m.http_duration
         .get_or_create(&labels)
         .observe(elapsed.as_secs_f64());
+}
+
+/// Counts a connection closed at the connection limit.
+pub fn record_refused_connection() {
+    metrics().connections_refused.inc();
 }
 
 /// Sets the operations queue gauges for one state (called at scrape time).
@@ -241,4 +267,16 @@ pub fn encode() -> String {
         tracing::warn!(error = %e, "cannot encode the metrics");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::method_label;
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        assert_eq!(method_label("PATCH"), "PATCH");
+        assert_eq!(method_label("BREW"), "other");
+        assert_eq!(method_label("get"), "other");
+    }
 }

@@ -31,11 +31,17 @@ async fn read_ca(
     let name = format!("{stack}-{}", secret_suffix(ca_cert_type));
     let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
     let secret = api.get_opt(&name).await.map_err(|e| {
+        // The namespace, the Secret's name and RBAC texts are the operator's business: they
+        // go to the log, the client gets a generic text.
+        tracing::warn!(
+            management_cluster = %mc.name,
+            namespace = %mc.namespace,
+            secret = %name,
+            error = %short(&e),
+            "cannot read a cluster CA Secret"
+        );
         ApiError::ServiceUnavailable(format!(
-            "management cluster {}: cannot read Secret {}/{name}: {}",
-            mc.name,
-            mc.namespace,
-            short(&e)
+            "the CA of cluster {cluster_uuid} cannot be read from its management cluster"
         ))
     })?;
     let data = secret.and_then(|s| s.data).unwrap_or_default();
@@ -89,9 +95,7 @@ pub async fn sign(
                 cluster = cluster_uuid,
                 "cannot sign with the cluster CA: {why}"
             );
-            ApiError::ServiceUnavailable(format!(
-                "the CA of cluster {cluster_uuid} cannot sign: {why}"
-            ))
+            ApiError::ServiceUnavailable(format!("the CA of cluster {cluster_uuid} cannot sign"))
         }
     })
 }

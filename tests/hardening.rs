@@ -1,0 +1,632 @@
+//! Hostile and careless input, tried as an attacker would: concurrent creates against a small
+//! pool, integers beyond Magnum's 32-bit columns, invented HTTP methods, resizes racing
+//! deletes, a refused PATCH, bodies a browser can send cross-site, oversized bodies, paths
+//! that are not UTF-8, forwarded headers, the history of operations, and (with real sockets
+//! against the real binary) slow headers, idle connections and the connection cap.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::{As, Reply, LATEST};
+use http_body_util::BodyExt as _;
+use magnum_rs::config::Config;
+use magnum_rs::model::status;
+use magnum_rs::store::operations::{AcceptResize, NewOperation, OpKind, ResizeRefused};
+use serde_json::{json, Value};
+use tower::ServiceExt as _;
+
+/// The error envelope with one error of `status` whose detail is `detail`.
+fn assert_envelope(r: &Reply, status: StatusCode, detail: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(
+        r.body["errors"][0]["status"],
+        json!(status.as_u16()),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.detail(), detail, "{}", r.body);
+}
+
+/// A request with a body of a given `Content-Type` (or none), as a browser or curl sends it.
+async fn send_raw(
+    app: &common::TestApp,
+    method: Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: &str,
+) -> Reply {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("accept", "application/json")
+        .header("openstack-api-version", LATEST)
+        .header("x-user-id", "u-member")
+        .header("x-project-id", common::PROJECT)
+        .header("x-roles", "reader,member");
+    if let Some(ct) = content_type {
+        req = req.header("content-type", ct);
+    }
+    let resp = app
+        .router
+        .clone()
+        .oneshot(req.body(Body::from(body.to_string())).expect("request"))
+        .await
+        .expect("response");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())),
+    }
+}
+
+async fn cluster_count(app: &common::TestApp) -> usize {
+    let r = app.get("/v1/clusters", &As::admin()).await;
+    r.body["clusters"].as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_two_concurrent_creates_all_answer_within_two_seconds_each_with_one_row() {
+    let mut config = Config::default();
+    config.quotas.max_clusters_per_project = 100;
+    let app = common::spawn_app_with(config, None).await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    let started = Instant::now();
+    let member = As::member();
+    let replies = futures::future::join_all((0..32).map(|i| {
+        app.post(
+            "/v1/clusters",
+            &member,
+            json!({"name": format!("c{i}"), "cluster_template_id": "capi", "node_count": 1}),
+        )
+    }))
+    .await;
+    let elapsed = started.elapsed();
+    for r in &replies {
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    }
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "32 creates took {elapsed:?}: the pool waits on itself"
+    );
+    let listed = app.get("/v1/clusters", &As::member()).await;
+    let mut uuids: Vec<&str> = listed.body["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .filter_map(|c| c["uuid"].as_str())
+        .collect();
+    uuids.sort_unstable();
+    let mut acknowledged: Vec<&str> = replies
+        .iter()
+        .filter_map(|r| r.body["uuid"].as_str())
+        .collect();
+    acknowledged.sort_unstable();
+    assert_eq!(uuids, acknowledged, "every 202 is exactly one row");
+}
+
+#[tokio::test]
+async fn integers_beyond_magnums_32_bit_columns_are_refused_and_nothing_is_stored() {
+    let app = common::spawn_app().await;
+    let f = app.standard_fixture().await;
+    let before = cluster_count(&app).await;
+    let limit = "Value should be lower or equal to 2147483647";
+    for (field, value) in [
+        ("node_count", json!(1e308)),
+        ("node_count", json!(9_223_372_036_854_775_808u64)),
+        ("node_count", json!(2_147_483_648i64)),
+        ("master_count", json!(2_147_483_649i64)),
+        ("docker_volume_size", json!(1e300)),
+        ("create_timeout", json!(4_294_967_296i64)),
+    ] {
+        let mut body = json!({"name": "big", "cluster_template_id": "capi"});
+        body[field] = value.clone();
+        let r = app.post("/v1/clusters", &As::member(), body).await;
+        assert_eq!(
+            r.status,
+            StatusCode::BAD_REQUEST,
+            "{field}={value}: {}",
+            r.body
+        );
+        assert!(r.detail().ends_with(limit), "{field}: {}", r.detail());
+    }
+    assert_eq!(cluster_count(&app).await, before);
+
+    let r = app
+        .post(
+            &format!("/v1/clusters/{}/actions/resize", f.k8s),
+            &As::member(),
+            json!({"node_count": 2_147_483_648i64}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = app
+        .patch(
+            &format!("/v1/clusters/{}", f.k8s),
+            &As::member(),
+            json!([{"op": "replace", "path": "/node_count", "value": 2_147_483_648i64}]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = app
+        .post(
+            &format!("/v1/clusters/{}/nodegroups", f.k8s),
+            &As::member(),
+            json!({"name": "wide", "node_count": 1, "max_node_count": 2_147_483_648i64}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // The largest value is stored and summed without overflow.
+    let r = app
+        .post(
+            "/v1/clusters",
+            &As::member(),
+            json!({"name": "max", "cluster_template_id": "heat", "node_count": 2_147_483_647i64}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let stats = app.get("/v1/stats", &As::admin()).await;
+    assert_eq!(stats.status, StatusCode::OK, "{}", stats.body);
+    assert!(stats.body["nodes"].as_i64().unwrap_or_default() > 2_147_483_647);
+}
+
+#[tokio::test]
+async fn metrics_stay_bounded_after_ten_thousand_requests_with_invented_methods() {
+    let app = common::spawn_app().await;
+    for i in 0..10_000 {
+        let method = Method::from_bytes(format!("M{i}").as_bytes()).expect("method");
+        let req = Request::builder()
+            .method(method)
+            .uri("/v1/clusters")
+            .body(Body::empty())
+            .expect("request");
+        let resp = app.router.clone().oneshot(req).await.expect("response");
+        assert!(resp.status().is_client_error(), "{}", resp.status());
+    }
+    let req = Request::builder()
+        .uri("/metrics")
+        .body(Body::empty())
+        .expect("request");
+    let resp = app.router.clone().oneshot(req).await.expect("response");
+    let text = resp.into_body().collect().await.expect("body").to_bytes();
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.contains("method=\"other\""), "{text}");
+    assert!(!text.contains("M9999"), "an invented method became a label");
+    assert!(
+        text.len() < 256 * 1024,
+        "/metrics is {} bytes after invented methods",
+        text.len()
+    );
+}
+
+/// The store's half of a resize that raced a delete: the rows it read are gone, or the
+/// cluster is being deleted. Nothing is written and no operation is recorded.
+#[tokio::test]
+async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_nothing() {
+    let app = common::spawn_app().await;
+    let f = app.standard_fixture().await;
+    let store = &app.state.store;
+    let cluster = store
+        .cluster_by_uuid(&f.k8s)
+        .await
+        .expect("read")
+        .expect("row");
+    let ngs = store
+        .nodegroups_of_clusters(std::slice::from_ref(&f.k8s))
+        .await
+        .expect("nodegroups");
+    let worker = ngs.iter().find(|n| !n.is_master()).expect("worker").clone();
+    let resize = |nodegroup_id| AcceptResize {
+        cluster_id: cluster.id,
+        nodegroup_id,
+        seen: worker.node_count,
+        new_count: 5,
+        op: NewOperation {
+            kind: OpKind::Resize,
+            cluster_uuid: cluster.uuid.clone(),
+            nodegroup_id: Some(nodegroup_id),
+            old_count: None,
+            new_count: Some(5),
+            payload: json!({"nodes_to_remove": []}),
+        },
+        allowed: status::allows_resize,
+        cluster_changes: Vec::new(),
+    };
+    let ops_before = store
+        .operations_of_cluster(&f.k8s)
+        .await
+        .expect("operations")
+        .len();
+
+    store
+        .update_cluster(
+            cluster.id,
+            &[(
+                "status",
+                magnum_rs::store::Bind::text(status::DELETE_IN_PROGRESS),
+            )],
+        )
+        .await
+        .expect("status");
+    let refused = store.accept_resize(resize(worker.id)).await.expect("store");
+    assert_eq!(
+        refused,
+        Err(ResizeRefused::ClusterStatus(
+            status::DELETE_IN_PROGRESS.into()
+        ))
+    );
+    let after = store
+        .nodegroup_by_id(worker.id)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(
+        after.node_count, worker.node_count,
+        "the count was rolled back"
+    );
+    assert_eq!(after.status, worker.status);
+
+    store.delete_cluster(&f.k8s).await.expect("delete");
+    let refused = store.accept_resize(resize(worker.id)).await.expect("store");
+    assert_eq!(refused, Err(ResizeRefused::NodeGroupGone));
+    assert_eq!(
+        store
+            .operations_of_cluster(&f.k8s)
+            .await
+            .expect("operations")
+            .len(),
+        ops_before,
+        "no operation recorded for work that cannot start"
+    );
+}
+
+/// The HTTP half: resizes sent while the cluster is deleted answer 202 (accepted before the
+/// delete), 400 (the delete is in progress) or 404 (gone), never 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resizes_racing_a_cluster_delete_never_answer_500() {
+    let app = common::spawn_app().await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    for round in 0..5 {
+        let uuid = app
+            .cluster(&format!("race{round}"), "capi", 1, 1, &As::member())
+            .await;
+        let member = As::member();
+        let path = format!("/v1/clusters/{uuid}/actions/resize");
+        let resizes = futures::future::join_all(
+            (2..8).map(|n| app.post(&path, &member, json!({"node_count": n}))),
+        );
+        let delete = async {
+            let r = app
+                .delete(&format!("/v1/clusters/{uuid}"), &As::member())
+                .await;
+            app.run_operations().await;
+            r
+        };
+        let (resizes, deleted) = tokio::join!(resizes, delete);
+        assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
+        for r in resizes {
+            assert!(
+                [
+                    StatusCode::ACCEPTED,
+                    StatusCode::BAD_REQUEST,
+                    StatusCode::NOT_FOUND
+                ]
+                .contains(&r.status),
+                "round {round}: {} {}",
+                r.status,
+                r.body
+            );
+        }
+        app.run_operations().await;
+    }
+}
+
+#[tokio::test]
+async fn a_refused_patch_changes_nothing() {
+    let app = common::spawn_app().await;
+    let f = app.standard_fixture().await;
+    let store = &app.state.store;
+    let id = store
+        .cluster_by_uuid(&f.k8s)
+        .await
+        .expect("read")
+        .expect("row")
+        .id;
+    store
+        .update_cluster(
+            id,
+            &[(
+                "status",
+                magnum_rs::store::Bind::text(status::UPDATE_FAILED),
+            )],
+        )
+        .await
+        .expect("status");
+    let c = store
+        .cluster_by_uuid(&f.k8s)
+        .await
+        .expect("read")
+        .expect("row");
+    let r = app
+        .patch(
+            &format!("/v1/clusters/{}", f.k8s),
+            &As::member(),
+            json!([
+                {"op": "replace", "path": "/health_status", "value": "UNHEALTHY"},
+                {"op": "replace", "path": "/node_count", "value": 3}
+            ]),
+        )
+        .await;
+    assert_envelope(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Updating a cluster when status is \"UPDATE_FAILED\" is not supported.",
+    );
+    let after = store
+        .cluster_by_uuid(&f.k8s)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(
+        after.health_status, c.health_status,
+        "health_status was written"
+    );
+    assert_eq!(
+        after.updated_at, c.updated_at,
+        "the cluster row was written"
+    );
+}
+
+#[tokio::test]
+async fn bodies_a_browser_can_send_cross_site_are_refused_as_wsme_does() {
+    let app = common::spawn_app().await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    let body = r#"{"name":"x","cluster_template_id":"capi"}"#;
+    for (ct, status, detail) in [
+        (
+            Some("text/plain"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unknown mimetype: text/plain".to_string(),
+        ),
+        (
+            Some("multipart/form-data; boundary=x"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unknown mimetype: multipart/form-data".to_string(),
+        ),
+        (
+            Some("application/x-www-form-urlencoded"),
+            StatusCode::BAD_REQUEST,
+            format!("Unknown argument: \"{body}\""),
+        ),
+        (
+            None,
+            StatusCode::BAD_REQUEST,
+            format!("Unknown argument: \"{body}\""),
+        ),
+    ] {
+        let r = send_raw(&app, Method::POST, "/v1/clusters", ct, body).await;
+        assert_envelope(&r, status, &detail);
+    }
+    assert_eq!(
+        cluster_count(&app).await,
+        0,
+        "a refused body created a cluster"
+    );
+    let r = send_raw(
+        &app,
+        Method::POST,
+        "/v1/clusters",
+        Some("application/json; charset=utf-8"),
+        body,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    // An empty body is not looked at (magnumclient's DELETE sends octet-stream).
+    let uuid = r.body["uuid"].as_str().unwrap_or_default().to_string();
+    let r = send_raw(
+        &app,
+        Method::DELETE,
+        &format!("/v1/clusters/{uuid}"),
+        Some("application/octet-stream"),
+        "",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+}
+
+#[tokio::test]
+async fn fields_create_ignores_are_type_checked_as_wsme_types_them() {
+    let app = common::spawn_app().await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    let cases = [
+        ("status", json!(5), "Invalid input for field/attribute status. Value: '5'. Value should be one of: "),
+        ("status_reason", json!([1]), "Invalid input for field/attribute status_reason. Value: '[1]'. Wrong type. Expected '<class 'str'>', got '<class 'list'>'"),
+        ("health_status", json!("BOGUS"), "Invalid input for field/attribute health_status. Value: 'BOGUS'. Value should be one of: HEALTHY, UNHEALTHY, UNKNOWN"),
+        ("health_status_reason", json!({"a": 1}), "Invalid input for field/attribute health_status_reason. Value: '{'a': 1}'. Wrong type. Expected '<class 'str'>', got '<class 'int'>'"),
+        ("faults", json!({"a": {"b": 1}}), "Invalid input for field/attribute faults. Value: '{'a': {'b': 1}}'. Wrong type. Expected '<class 'str'>', got '<class 'dict'>'"),
+        ("labels_added", json!({"a": [1]}), "Invalid input for field/attribute labels_added. Value: '{'a': [1]}'. Wrong type. Expected '(<class 'str'>, <class 'int'>, <class 'bool'>, <class 'float'>)', got '<class 'list'>'"),
+    ];
+    for (field, value, detail) in cases {
+        let mut body = json!({"name": "typed", "cluster_template_id": "capi"});
+        body[field] = value;
+        let r = app.post("/v1/clusters", &As::member(), body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {}", r.body);
+        assert!(r.detail().starts_with(detail), "{field}: {}", r.detail());
+    }
+    assert_eq!(cluster_count(&app).await, 0);
+    // The right types (and None, which WSME lets through) are accepted and ignored.
+    let r = app
+        .post(
+            "/v1/clusters",
+            &As::member(),
+            json!({"name": "typed", "cluster_template_id": "capi", "status": "CREATE_COMPLETE",
+                   "faults": {"a": "b"}, "labels_overridden": {"a": null}, "health_status": null}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+}
+
+#[tokio::test]
+async fn framework_refusals_come_in_magnums_envelope() {
+    let mut config = Config::default();
+    config.api.max_request_body_size = 1024;
+    let app = common::spawn_app_with(config, None).await;
+    let big = json!({"name": "x", "cluster_template_id": "y", "labels": {"pad": "p".repeat(2000)}});
+    let r = app.post("/v1/clusters", &As::member(), big).await;
+    assert_envelope(
+        &r,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Request is too large. Larger than max_request_body_size (1024).",
+    );
+    // A path segment that is not UTF-8 after percent-decoding.
+    let r = app.get("/v1/clusters/%FF%FE", &As::member()).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.body["errors"][0]["status"], json!(400), "{}", r.body);
+    assert!(!r.detail().is_empty(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn forwarded_proto_names_the_links_scheme_only_when_proxy_parsing_is_enabled() {
+    let links_of = |r: &Reply| {
+        r.body["links"][0]["href"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    for (enabled, scheme) in [(false, "http://"), (true, "https://")] {
+        let mut config = Config::default();
+        config.api.enable_proxy_headers_parsing = enabled;
+        let app = common::spawn_app_with(config, None).await;
+        let req = Request::builder()
+            .uri("/v1")
+            .header("host", "magnum.example")
+            .header("accept", "application/json")
+            .header("x-forwarded-proto", "https")
+            .body(Body::empty())
+            .expect("request");
+        let resp = app.router.clone().oneshot(req).await.expect("response");
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let r = Reply {
+            status: StatusCode::OK,
+            headers: Default::default(),
+            body: serde_json::from_slice(&bytes).expect("json"),
+        };
+        assert!(
+            links_of(&r).starts_with(scheme),
+            "enabled={enabled}: {}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn finished_operations_beyond_the_configured_history_are_pruned() {
+    let app = common::spawn_app().await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    for i in 0..4 {
+        app.cluster(&format!("h{i}"), "capi", 1, 1, &As::member())
+            .await;
+    }
+    let store = &app.state.store;
+    assert_eq!(store.prune_finished(2).await.expect("prune"), 2);
+    assert_eq!(store.prune_finished(2).await.expect("prune"), 0);
+    assert_eq!(store.prune_finished(0).await.expect("prune"), 2);
+}
+
+/// Real sockets against the real binary, with a 1 s header deadline and room for 4
+/// connections.
+mod connections {
+    use super::*;
+    use common::server::{http_get, Server};
+
+    fn start(dir: &std::path::Path) -> Server {
+        let config = dir.join("limits.toml");
+        std::fs::write(
+            &config,
+            "[api]\nheader_read_timeout = 1\nmax_connections = 4\n",
+        )
+        .expect("config");
+        let db = format!("sqlite://{}", dir.join("limits.db").display());
+        Server::start(&db, dir, &["--config", config.to_str().expect("path")])
+    }
+
+    /// Reads until the server closes the connection; how long it took.
+    fn closed_after(mut s: TcpStream) -> Duration {
+        let started = Instant::now();
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return started.elapsed(),
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return started.elapsed()
+                }
+                Err(e) => panic!("the server kept the connection open: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unfinished_headers_and_idle_keep_alive_connections_are_closed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let server = start(dir.path());
+        // Half a request line, then nothing.
+        let mut slow = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        slow.write_all(b"GET /v1 HTT").expect("write");
+        assert!(closed_after(slow) < Duration::from_secs(5));
+        // One whole request, then an idle keep-alive connection.
+        let mut idle = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("write");
+        assert!(closed_after(idle) < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn connections_beyond_the_cap_are_closed_and_service_resumes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let server = start(dir.path());
+        let held: Vec<TcpStream> = (0..4)
+            .map(|_| TcpStream::connect(("127.0.0.1", server.port)).expect("connect"))
+            .collect();
+        // The server has taken the four (each one's deadline is running) once a fifth is
+        // closed at once.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let extra = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+            let _ = (&extra).write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+            let mut answer = String::new();
+            extra
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            let _ = (&extra).read_to_string(&mut answer);
+            if answer.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "a fifth connection was served");
+        }
+        for s in held {
+            assert!(closed_after(s) < Duration::from_secs(5));
+        }
+        let (code, _) = http_get(server.port, "/healthz").expect("healthz answers again");
+        assert_eq!(code, 200);
+        let (_, metrics) = http_get(server.port, "/metrics").expect("metrics");
+        assert!(
+            metrics.lines().any(
+                |l| l.starts_with("magnum_rs_http_connections_refused_total") && !l.ends_with(" 0")
+            ),
+            "{metrics}"
+        );
+    }
+}
