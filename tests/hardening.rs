@@ -630,3 +630,73 @@ mod connections {
         );
     }
 }
+
+/// A database error while the worker runs a claimed batch: every claimed operation goes back
+/// to pending (none is stranded as running), and a later pass completes them.
+#[tokio::test]
+async fn a_database_error_mid_pass_strands_no_claimed_operation() {
+    let app = common::spawn_app().await;
+    app.template("capi", "ubuntu", &As::member()).await;
+    for i in 0..3 {
+        let r = app
+            .post(
+                "/v1/clusters",
+                &As::member(),
+                json!({"name": format!("w{i}"), "cluster_template_id": "capi"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    }
+    let store = &app.state.store;
+    let exec = |sql: &'static str| async move {
+        sqlx::query(sql)
+            .execute(&mut store.conn().await.expect("connection"))
+            .await
+            .expect(sql);
+    };
+    // Loading an operation's subject reads the nodegroups: that read now fails.
+    exec("ALTER TABLE nodegroup RENAME TO nodegroup_away").await;
+    let pass = magnum_rs::operations::run_pending(&app.state).await;
+    assert!(pass.is_err(), "the pass reports the database error");
+    let open = store.open_operations().await.expect("queue");
+    let running = open
+        .iter()
+        .find(|q| q.state == "running")
+        .map_or(0, |q| q.count);
+    let pending = open
+        .iter()
+        .find(|q| q.state == "pending")
+        .map_or(0, |q| q.count);
+    assert_eq!((running, pending), (0, 3), "{open:?}");
+    exec("ALTER TABLE nodegroup_away RENAME TO nodegroup").await;
+    app.run_operations().await;
+    let r = app.get("/v1/clusters", &As::member()).await;
+    for c in r.body["clusters"].as_array().expect("clusters") {
+        assert_eq!(c["status"], "CREATE_COMPLETE", "{c}");
+    }
+}
+
+#[test]
+fn noauth_on_a_non_loopback_address_starts_with_a_warning() {
+    let dir = tempfile::tempdir().expect("dir");
+    let port = common::server::free_port();
+    let db = format!("sqlite://{}", dir.path().join("n.db").display());
+    let log = dir.path().join("noauth.log");
+    let out = std::fs::File::create(&log).expect("log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_magnum-rs"))
+        .args(["--database-url", &db, "--bind", &format!("0.0.0.0:{port}")])
+        .args(["--auth", "noauth", "serve"])
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("spawn");
+    let up = (0..600).any(|_| {
+        std::thread::park_timeout(Duration::from_millis(50));
+        common::server::http_get(port, "/healthz").is_some()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(up, "{text}");
+    assert!(text.contains("noauth on a non-loopback address"), "{text}");
+}

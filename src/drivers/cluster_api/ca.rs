@@ -104,6 +104,43 @@ pub async fn sign(
 mod tests {
     use super::*;
 
+    /// An RBAC denial names the namespace and the service account: the log gets it, the
+    /// client a generic 503.
+    #[tokio::test]
+    async fn an_rbac_denial_reaches_the_client_as_a_generic_text() {
+        use axum::http::{Request, Response};
+        use kube::client::Body;
+        let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let mc = ManagementCluster {
+            name: "default".into(),
+            client: kube::Client::new(svc, "default"),
+            namespace: "magnum-system".into(),
+        };
+        let server = tokio::spawn(async move {
+            let (_req, send) = handle.next_request().await.expect("request");
+            let status = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 403,
+                "reason": "Forbidden",
+                "message": "secrets \"kube-abcde-ca\" is forbidden: User \"system:serviceaccount:magnum-system:magnum-rs\" cannot get resource \"secrets\" in the namespace \"magnum-system\"",
+            });
+            send.send_response(
+                Response::builder()
+                    .status(403)
+                    .body(Body::from(serde_json::to_vec(&status).expect("json")))
+                    .expect("response"),
+            );
+        });
+        let err = read_ca(&mc, "a1a1", "kube-abcde", None)
+            .await
+            .expect_err("a denial is an error");
+        server.await.expect("mock");
+        let text = err.to_string();
+        assert_eq!(err.status().as_u16(), 503);
+        assert!(!text.contains("magnum-system"), "{text}");
+        assert!(!text.contains("forbidden"), "{text}");
+        assert!(text.contains("a1a1"), "{text}");
+    }
+
     #[test]
     fn ca_cert_types_map_to_cluster_api_secret_names() {
         assert_eq!(secret_suffix(None), "ca");

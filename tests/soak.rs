@@ -1,0 +1,335 @@
+//! Soak: 16 clients mix cluster creates, resizes, nodegroup creates and deletes, and
+//! cluster deletes against the real binary, for a bounded time (120 s on MariaDB, 60 s on
+//! SQLite), while the server is SIGKILLed and restarted twice on the same database. At the
+//! end, once the worker is idle: every acknowledged change is reflected, no row is
+//! `*_IN_PROGRESS`, the node totals agree, and the database passes its integrity check.
+//!
+//! Each client works on its own clusters, one request at a time, so the last acknowledged
+//! change of each is well defined. A request whose answer was lost (the server died during
+//! it) makes its cluster uncertain: it is left alone and only the global properties are
+//! checked for it.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::server::{free_port, Server};
+use magnum_rs::store::Store;
+use serde_json::{json, Value};
+
+const CLIENTS: usize = 16;
+
+fn soak_time(mysql: bool) -> Duration {
+    Duration::from_secs(if mysql { 120 } else { 60 })
+}
+
+/// One request; `None` when no answer came (the server was down or died during it).
+fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let payload = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
+         OpenStack-API-Version: container-infra latest\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let code: u16 = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    Some((code, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+/// What a client knows it changed on one of its clusters.
+#[derive(Clone, Debug, Default)]
+struct Expected {
+    worker_count: i64,
+    extra_nodegroups: BTreeSet<String>,
+    deleted: bool,
+    /// An answer was lost: the outcome of that request is unknown.
+    uncertain: bool,
+}
+
+/// A tiny deterministic generator (no test may depend on chance it cannot replay).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn client(
+    id: usize,
+    port: u16,
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<Mutex<BTreeMap<String, Expected>>>,
+) -> usize {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1) * 0x1000_0001);
+    let mut mine: Vec<String> = Vec::new();
+    let mut requests = 0;
+    let mut serial = 0;
+    while !stop.load(Ordering::Relaxed) {
+        requests += 1;
+        serial += 1;
+        let live: Vec<String> = {
+            let a = acknowledged.lock().expect("lock");
+            mine.iter()
+                .filter(|u| a.get(*u).is_some_and(|e| !e.deleted && !e.uncertain))
+                .cloned()
+                .collect()
+        };
+        let choice = if live.is_empty() { 0 } else { rng.next(10) };
+        let target = live
+            .get(rng.next(live.len().max(1) as u64) as usize)
+            .cloned();
+        match (choice, target) {
+            (0 | 1, _) if live.len() < 3 => {
+                let name = format!("s{id}-{serial}");
+                let body = json!({"name": name, "cluster_template_id": "soak", "node_count": 1});
+                match call(port, "POST", "/v1/clusters", Some(&body)) {
+                    Some((202, b)) => {
+                        let uuid = b["uuid"].as_str().expect("uuid").to_string();
+                        mine.push(uuid.clone());
+                        acknowledged.lock().expect("lock").insert(
+                            uuid,
+                            Expected {
+                                worker_count: 1,
+                                ..Expected::default()
+                            },
+                        );
+                    }
+                    Some((code, b)) => assert!(code < 500, "create: {code} {b}"),
+                    // Created or not: the final check finds every row of ours either way.
+                    None => {}
+                }
+            }
+            (2..=5, Some(uuid)) => {
+                let n = 1 + rng.next(4) as i64;
+                let path = format!("/v1/clusters/{uuid}/actions/resize");
+                let answer = call(port, "POST", &path, Some(&json!({"node_count": n})));
+                let mut a = acknowledged.lock().expect("lock");
+                let e = a.get_mut(&uuid).expect("known");
+                match answer {
+                    Some((202, _)) => e.worker_count = n,
+                    Some((code, b)) => assert!(code < 500, "resize: {code} {b}"),
+                    None => e.uncertain = true,
+                }
+            }
+            (6 | 7, Some(uuid)) => {
+                let existing = acknowledged.lock().expect("lock")[&uuid]
+                    .extra_nodegroups
+                    .iter()
+                    .next()
+                    .cloned();
+                let answer = match &existing {
+                    Some(ng) => call(
+                        port,
+                        "DELETE",
+                        &format!("/v1/clusters/{uuid}/nodegroups/{ng}"),
+                        None,
+                    ),
+                    None => call(
+                        port,
+                        "POST",
+                        &format!("/v1/clusters/{uuid}/nodegroups"),
+                        Some(&json!({"name": format!("ng{serial}"), "node_count": 1})),
+                    ),
+                };
+                let mut a = acknowledged.lock().expect("lock");
+                let e = a.get_mut(&uuid).expect("known");
+                match (answer, existing) {
+                    (Some((204, _)), Some(ng)) => {
+                        e.extra_nodegroups.remove(&ng);
+                    }
+                    (Some((202, b)), None) => {
+                        e.extra_nodegroups
+                            .insert(b["name"].as_str().expect("name").to_string());
+                    }
+                    (Some((code, b)), _) => assert!(code < 500, "nodegroup: {code} {b}"),
+                    (None, _) => e.uncertain = true,
+                }
+            }
+            (8, Some(uuid)) => {
+                let answer = call(port, "DELETE", &format!("/v1/clusters/{uuid}"), None);
+                let mut a = acknowledged.lock().expect("lock");
+                let e = a.get_mut(&uuid).expect("known");
+                match answer {
+                    Some((204, _)) => e.deleted = true,
+                    Some((code, b)) => assert!(code < 500, "delete: {code} {b}"),
+                    None => e.uncertain = true,
+                }
+            }
+            _ => {
+                let _ = call(port, "GET", "/v1/clusters", None);
+            }
+        }
+    }
+    requests
+}
+
+/// Waits (bounded) until the server answers on `port`.
+fn wait_up(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while call(port, "GET", "/healthz", None).is_none() {
+        assert!(Instant::now() < deadline, "the restarted server does not answer");
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+}
+
+fn in_progress(v: &Value) -> bool {
+    v["status"].as_str().is_some_and(|s| s.ends_with("IN_PROGRESS"))
+}
+
+#[test]
+fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let db = rt.block_on(common::fresh_database());
+    let mysql = db.url.starts_with("mysql");
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("soak.toml");
+    std::fs::write(
+        &config,
+        "[quotas]\nmax_clusters_per_project = 10000\n[operations]\npoll_interval = 1\n",
+    )
+    .expect("config");
+    let port = free_port();
+    let args = ["--config", config.to_str().expect("path")];
+    let mut server = Server::start_at(port, &db.url, dir.path(), &args, &[]);
+    let template = json!({"name": "soak", "coe": "kubernetes", "image_id": "ubuntu-2204",
+        "cluster_distro": "ubuntu", "flavor_id": "m1.medium", "master_flavor_id": "m1.large",
+        "keypair_id": "default", "labels": {"kube_tag": "v1.30.4"}});
+    let (code, body) = call(port, "POST", "/v1/clustertemplates", Some(&template)).expect("up");
+    assert_eq!(code, 201, "{body}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(BTreeMap::new()));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let (stop, ack) = (Arc::clone(&stop), Arc::clone(&acknowledged));
+            std::thread::spawn(move || client(i, port, stop, ack))
+        })
+        .collect();
+    let total = soak_time(mysql);
+    let started = Instant::now();
+    for kill in 1..=2u32 {
+        let at = total * kill / 3;
+        while started.elapsed() < at {
+            std::thread::park_timeout(at - started.elapsed());
+        }
+        server.child.kill().expect("SIGKILL");
+        server.child.wait().expect("reaped");
+        server = Server::start_at(port, &db.url, dir.path(), &args, &[]);
+        wait_up(port);
+    }
+    while started.elapsed() < total {
+        std::thread::park_timeout(total - started.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let requests: usize = clients.into_iter().map(|c| c.join().expect("client")).sum();
+    assert!(requests > CLIENTS * 20, "only {requests} requests were sent");
+
+    // The worker drains what was accepted: wait on the rows themselves.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (clusters, nodegroups) = loop {
+        let (_, list) = call(port, "GET", "/v1/clusters?limit=100000", None).expect("list");
+        let clusters = list["clusters"].as_array().cloned().unwrap_or_default();
+        let mut ngs = BTreeMap::new();
+        for c in &clusters {
+            let uuid = c["uuid"].as_str().expect("uuid").to_string();
+            let (_, l) = call(port, "GET", &format!("/v1/clusters/{uuid}/nodegroups"), None)
+                .expect("nodegroups");
+            ngs.insert(uuid, l["nodegroups"].as_array().cloned().unwrap_or_default());
+        }
+        let busy = clusters.iter().any(in_progress) || ngs.values().flatten().any(in_progress);
+        if !busy {
+            break (clusters, ngs);
+        }
+        assert!(Instant::now() < deadline, "rows still in progress: {clusters:?}");
+        std::thread::park_timeout(Duration::from_millis(200));
+    };
+
+    let acknowledged = acknowledged.lock().expect("lock").clone();
+    let by_uuid: BTreeMap<&str, &Value> = clusters
+        .iter()
+        .map(|c| (c["uuid"].as_str().unwrap_or_default(), c))
+        .collect();
+    let mut checked = 0;
+    for (uuid, e) in &acknowledged {
+        if e.uncertain {
+            continue;
+        }
+        if e.deleted {
+            assert!(!by_uuid.contains_key(uuid.as_str()), "deleted cluster {uuid} is back");
+            continue;
+        }
+        let c = by_uuid
+            .get(uuid.as_str())
+            .unwrap_or_else(|| panic!("acknowledged cluster {uuid} is gone"));
+        let worker = nodegroups[uuid]
+            .iter()
+            .find(|n| n["name"] == "default-worker")
+            .unwrap_or_else(|| panic!("{uuid}: no default-worker: {c}"));
+        assert_eq!(worker["node_count"], json!(e.worker_count), "{uuid}: {worker}");
+        let names: BTreeSet<String> = nodegroups[uuid]
+            .iter()
+            .filter_map(|n| n["name"].as_str())
+            .filter(|n| !n.starts_with("default-"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(names, e.extra_nodegroups, "{uuid}: nodegroups");
+        checked += 1;
+    }
+    assert!(checked > 0, "no cluster was checked exactly");
+
+    // Node totals: the stats agree with the nodegroups listed.
+    let listed: i64 = nodegroups
+        .values()
+        .flatten()
+        .map(|n| n["node_count"].as_i64().unwrap_or_default())
+        .sum();
+    let (_, stats) = call(port, "GET", "/v1/stats", None).expect("stats");
+    assert_eq!(stats["nodes"], json!(listed), "{stats}");
+    assert_eq!(stats["clusters"], json!(clusters.len()), "{stats}");
+    drop(server);
+
+    // The database's own integrity check.
+    rt.block_on(async {
+        let store = Store::connect(&db.url).await.expect("connect");
+        let mut conn = store.conn().await.expect("connection");
+        if mysql {
+            for table in ["cluster", "nodegroup", "cluster_template", "magnum_rs_operation"] {
+                let row: (String, String, String, String) =
+                    sqlx::query_as(&format!("CHECK TABLE {table}"))
+                        .fetch_one(&mut conn)
+                        .await
+                        .expect("check table");
+                assert_eq!(row.3, "OK", "{table}: {row:?}");
+            }
+        } else {
+            let ok: String = sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_one(&mut conn)
+                .await
+                .expect("integrity_check");
+            assert_eq!(ok, "ok");
+        }
+        let orphans: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM nodegroup WHERE cluster_id NOT IN (SELECT uuid FROM cluster)",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .expect("orphans");
+        assert_eq!(orphans, 0, "nodegroups without a cluster");
+    });
+}
