@@ -35,6 +35,7 @@ pub struct Config {
     pub auto_migrate: bool,
     pub api: ApiConfig,
     pub quotas: QuotaConfig,
+    pub cluster_template: ClusterTemplateConfig,
     pub drivers: DriversConfig,
     pub noauth: NoauthConfig,
     pub log: crate::telemetry::logging::LogConfig,
@@ -101,6 +102,23 @@ pub struct ApiConfig {
     pub enable_proxy_headers_parsing: bool,
 }
 
+/// `[cluster_template]`: Magnum's options of the same names.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterTemplateConfig {
+    /// Network drivers a template may name (`all`: every supported one). Magnum's default:
+    /// flannel and calico.
+    pub kubernetes_allowed_network_drivers: Vec<String>,
+}
+
+impl Default for ClusterTemplateConfig {
+    fn default() -> Self {
+        ClusterTemplateConfig {
+            kubernetes_allowed_network_drivers: vec!["flannel".into(), "calico".into()],
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotaConfig {
@@ -142,6 +160,7 @@ impl Default for Config {
             auto_migrate: true,
             api: ApiConfig::default(),
             quotas: QuotaConfig::default(),
+            cluster_template: ClusterTemplateConfig::default(),
             drivers: DriversConfig::default(),
             noauth: NoauthConfig::default(),
             log: Default::default(),

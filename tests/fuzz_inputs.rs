@@ -23,14 +23,51 @@ fn config() -> ProptestConfig {
 
 /// Keys the parsers know (so that random bodies reach deep branches) and a few they do not.
 const KEYS: &[&str] = &[
-    "name", "cluster_template_id", "node_count", "master_count", "docker_volume_size",
-    "labels", "create_timeout", "keypair", "flavor_id", "master_flavor_id", "status",
-    "status_reason", "health_status", "health_status_reason", "faults", "merge_labels",
-    "labels_added", "uuid", "discovery_url", "floating_ip_enabled", "master_lb_enabled",
-    "nodes_to_remove", "nodegroup", "cluster_template", "max_batch_size", "role",
-    "min_node_count", "max_node_count", "node_labels", "node_taints", "image_id", "coe",
-    "network_driver", "dns_nameserver", "docker_storage_driver", "public", "hidden",
-    "project_id", "resource", "hard_limit", "op", "path", "value", "from", "colour",
+    "name",
+    "cluster_template_id",
+    "node_count",
+    "master_count",
+    "docker_volume_size",
+    "labels",
+    "create_timeout",
+    "keypair",
+    "flavor_id",
+    "master_flavor_id",
+    "status",
+    "status_reason",
+    "health_status",
+    "health_status_reason",
+    "faults",
+    "merge_labels",
+    "labels_added",
+    "uuid",
+    "discovery_url",
+    "floating_ip_enabled",
+    "master_lb_enabled",
+    "nodes_to_remove",
+    "nodegroup",
+    "cluster_template",
+    "max_batch_size",
+    "role",
+    "min_node_count",
+    "max_node_count",
+    "node_labels",
+    "node_taints",
+    "image_id",
+    "coe",
+    "network_driver",
+    "dns_nameserver",
+    "docker_storage_driver",
+    "public",
+    "hidden",
+    "project_id",
+    "resource",
+    "hard_limit",
+    "op",
+    "path",
+    "value",
+    "from",
+    "colour",
 ];
 
 fn scalar() -> impl Strategy<Value = Value> {
@@ -43,8 +80,10 @@ fn scalar() -> impl Strategy<Value = Value> {
             .prop_filter("finite", |f| f.is_finite())
             .prop_map(|f| json!(f)),
         "\\PC{0,12}".prop_map(Value::String),
-        prop::sample::select(vec!["1", "-1", "0", "true", "None", "{}", "[]", "1e9", "k8s"])
-            .prop_map(|s| Value::String(s.into())),
+        prop::sample::select(vec![
+            "1", "-1", "0", "true", "None", "{}", "[]", "1e9", "k8s"
+        ])
+        .prop_map(|s| Value::String(s.into())),
     ]
 }
 
@@ -61,18 +100,38 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 /// An object of known keys with random values.
 fn body_object() -> impl Strategy<Value = Value> {
-    prop::collection::vec((prop::sample::select(KEYS), json_value()), 0..6)
-        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>()))
+    prop::collection::vec((prop::sample::select(KEYS), json_value()), 0..6).prop_map(|kv| {
+        Value::Object(
+            kv.into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect::<Map<_, _>>(),
+        )
+    })
 }
 
 /// A JSON-patch-like document: operations with known and unknown ops and paths.
 fn patch_doc() -> impl Strategy<Value = Value> {
     let op = (
-        prop::sample::select(vec!["replace", "add", "remove", "move", "copy", "test", "x", ""]),
         prop::sample::select(vec![
-            "/node_count", "/labels", "/labels/a", "/name", "/health_status",
-            "/health_status_reason", "/min_node_count", "/max_node_count", "/uuid", "/",
-            "", "node_count", "/labels/~1", "/node_labels", "/public", "/hidden",
+            "replace", "add", "remove", "move", "copy", "test", "x", "",
+        ]),
+        prop::sample::select(vec![
+            "/node_count",
+            "/labels",
+            "/labels/a",
+            "/name",
+            "/health_status",
+            "/health_status_reason",
+            "/min_node_count",
+            "/max_node_count",
+            "/uuid",
+            "/",
+            "",
+            "node_count",
+            "/labels/~1",
+            "/node_labels",
+            "/public",
+            "/hidden",
         ]),
         json_value(),
     )
@@ -195,10 +254,22 @@ fn any_query_string_and_version_header_are_answered_without_a_server_error() {
     let query = prop::collection::vec(
         (
             prop::sample::select(vec![
-                "limit", "marker", "sort_key", "sort_dir", "all_tenants", "project_id",
-                "type", "role", "detail", "x",
+                "limit",
+                "marker",
+                "sort_key",
+                "sort_dir",
+                "all_tenants",
+                "project_id",
+                "type",
+                "role",
+                "detail",
+                "x",
             ]),
-            prop_oneof!["\\PC{0,10}", Just("-1".to_string()), Just("99999999999999999999".to_string())],
+            prop_oneof![
+                "\\PC{0,10}",
+                Just("-1".to_string()),
+                Just("99999999999999999999".to_string())
+            ],
         ),
         0..4,
     );

@@ -44,7 +44,10 @@ fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u1
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
     let code: u16 = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
     Some((code, serde_json::from_str(body).unwrap_or(Value::Null)))
 }
 
@@ -76,7 +79,7 @@ fn client(
     stop: Arc<AtomicBool>,
     acknowledged: Arc<Mutex<BTreeMap<String, Expected>>>,
 ) -> usize {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1) * 0x1000_0001);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) * 0x1000_0001));
     let mut mine: Vec<String> = Vec::new();
     let mut requests = 0;
     let mut serial = 0;
@@ -183,13 +186,18 @@ fn client(
 fn wait_up(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while call(port, "GET", "/healthz", None).is_none() {
-        assert!(Instant::now() < deadline, "the restarted server does not answer");
+        assert!(
+            Instant::now() < deadline,
+            "the restarted server does not answer"
+        );
         std::thread::park_timeout(Duration::from_millis(50));
     }
 }
 
 fn in_progress(v: &Value) -> bool {
-    v["status"].as_str().is_some_and(|s| s.ends_with("IN_PROGRESS"))
+    v["status"]
+        .as_str()
+        .is_some_and(|s| s.ends_with("IN_PROGRESS"))
 }
 
 #[test]
@@ -238,7 +246,10 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
     }
     stop.store(true, Ordering::Relaxed);
     let requests: usize = clients.into_iter().map(|c| c.join().expect("client")).sum();
-    assert!(requests > CLIENTS * 20, "only {requests} requests were sent");
+    assert!(
+        requests > CLIENTS * 20,
+        "only {requests} requests were sent"
+    );
 
     // The worker drains what was accepted: wait on the rows themselves.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -248,15 +259,26 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
         let mut ngs = BTreeMap::new();
         for c in &clusters {
             let uuid = c["uuid"].as_str().expect("uuid").to_string();
-            let (_, l) = call(port, "GET", &format!("/v1/clusters/{uuid}/nodegroups"), None)
-                .expect("nodegroups");
-            ngs.insert(uuid, l["nodegroups"].as_array().cloned().unwrap_or_default());
+            let (_, l) = call(
+                port,
+                "GET",
+                &format!("/v1/clusters/{uuid}/nodegroups"),
+                None,
+            )
+            .expect("nodegroups");
+            ngs.insert(
+                uuid,
+                l["nodegroups"].as_array().cloned().unwrap_or_default(),
+            );
         }
         let busy = clusters.iter().any(in_progress) || ngs.values().flatten().any(in_progress);
         if !busy {
             break (clusters, ngs);
         }
-        assert!(Instant::now() < deadline, "rows still in progress: {clusters:?}");
+        assert!(
+            Instant::now() < deadline,
+            "rows still in progress: {clusters:?}"
+        );
         std::thread::park_timeout(Duration::from_millis(200));
     };
 
@@ -271,7 +293,10 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
             continue;
         }
         if e.deleted {
-            assert!(!by_uuid.contains_key(uuid.as_str()), "deleted cluster {uuid} is back");
+            assert!(
+                !by_uuid.contains_key(uuid.as_str()),
+                "deleted cluster {uuid} is back"
+            );
             continue;
         }
         let c = by_uuid
@@ -281,7 +306,11 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
             .iter()
             .find(|n| n["name"] == "default-worker")
             .unwrap_or_else(|| panic!("{uuid}: no default-worker: {c}"));
-        assert_eq!(worker["node_count"], json!(e.worker_count), "{uuid}: {worker}");
+        assert_eq!(
+            worker["node_count"],
+            json!(e.worker_count),
+            "{uuid}: {worker}"
+        );
         let names: BTreeSet<String> = nodegroups[uuid]
             .iter()
             .filter_map(|n| n["name"].as_str())
@@ -309,13 +338,24 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
         let store = Store::connect(&db.url).await.expect("connect");
         let mut conn = store.conn().await.expect("connection");
         if mysql {
-            for table in ["cluster", "nodegroup", "cluster_template", "magnum_rs_operation"] {
-                let row: (String, String, String, String) =
-                    sqlx::query_as(&format!("CHECK TABLE {table}"))
-                        .fetch_one(&mut conn)
-                        .await
-                        .expect("check table");
-                assert_eq!(row.3, "OK", "{table}: {row:?}");
+            for table in [
+                "cluster",
+                "nodegroup",
+                "cluster_template",
+                "magnum_rs_operation",
+            ] {
+                let row = sqlx::query(&format!("CHECK TABLE {table}"))
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("check table");
+                // Msg_text: text or bytes, depending on the server's collation.
+                let msg = sqlx::Row::try_get::<String, _>(&row, 3)
+                    .or_else(|_| {
+                        sqlx::Row::try_get::<Vec<u8>, _>(&row, 3)
+                            .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    })
+                    .expect("Msg_text");
+                assert_eq!(msg, "OK", "{table}");
             }
         } else {
             let ok: String = sqlx::query_scalar("PRAGMA integrity_check")

@@ -28,9 +28,39 @@ pub fn py_str(v: &Value) -> String {
 /// Python's `repr()` of a JSON value.
 pub fn py_repr(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("'{s}'"),
+        Value::String(s) => py_str_repr(s),
         other => py_str(other),
     }
+}
+
+/// Python's `repr()` of a string: single quotes, or double quotes when the text holds a
+/// single quote and no double one; backslashes and control characters escaped.
+pub fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 /// `POST` on a member URL (`/v1/clusters/{x}`): pecan passes the path segment as the body

@@ -279,7 +279,10 @@ fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
     into.image_id = s("image_id")?;
     into.flavor_id = s("flavor_id")?;
     into.master_flavor_id = s("master_flavor_id")?;
-    into.dns_nameserver = b.string("dns_nameserver", 0, 255)?;
+    into.dns_nameserver = b.text("dns_nameserver")?;
+    if let Some(dns) = &into.dns_nameserver {
+        validate_dns(dns)?;
+    }
     into.keypair_id = s("keypair_id")?;
     into.external_network_id = s("external_network_id")?;
     into.fixed_network = s("fixed_network")?;
@@ -326,8 +329,46 @@ fn template_from_body(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> {
     Ok(())
 }
 
-/// `Validator` checks of `magnum/api/validation.py` (server type, network and volume driver).
-fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
+/// `DNSListType` (`magnum.common.utils.validate_dns`): one IPv4 address or a comma-separated
+/// list of them, each in dotted-quad form (spaces around an entry are ignored).
+fn validate_dns(dns: &str) -> ApiResult<()> {
+    let valid = dns
+        .split(',')
+        .all(|d| d.trim().parse::<std::net::Ipv4Addr>().is_ok());
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::InvalidParameterValue(format!(
+            "Expected a single dns address or comma separated dns list, but received {dns}."
+        )))
+    }
+}
+
+/// `_enforce_volume_storage_size`: devicemapper needs a docker volume of at least 3 GB (the
+/// cluster's, else the template's).
+pub fn enforce_volume_storage_size(
+    t: &ClusterTemplate,
+    cluster_volume_size: Option<i64>,
+) -> ApiResult<()> {
+    let storage = t.docker_storage_driver.as_deref().unwrap_or_default();
+    if storage != "devicemapper" {
+        return Ok(());
+    }
+    let size = cluster_volume_size
+        .filter(|v| *v != 0)
+        .or(t.docker_volume_size.filter(|v| *v != 0));
+    match size {
+        Some(v) if v >= 3 => Ok(()),
+        _ => Err(ApiError::InvalidParameterValue(format!(
+            "docker volume size {} GB is not valid, expecting minimum value 3GB for {storage} storage driver.",
+            size.map_or_else(|| "None".to_string(), |v| v.to_string())
+        ))),
+    }
+}
+
+/// `Validator` checks of `magnum/api/validation.py` (server type, network and volume driver),
+/// with `[cluster_template] kubernetes_allowed_network_drivers`.
+fn validate_drivers(t: &ClusterTemplate, allowed_network_drivers: &[String]) -> ApiResult<()> {
     // `Validator.get_coe_validator`: WSME drops the Enum's `mandatory`, so a missing coe
     // gets this far.
     if t.coe.as_deref() != Some("kubernetes") {
@@ -343,12 +384,25 @@ fn validate_drivers(t: &ClusterTemplate) -> ApiResult<()> {
             "Server type {server_type} is not supported, expecting a vm/bm/unspecified server type."
         )));
     }
-    if let Some(nd) = &t.network_driver {
-        if !NETWORK_DRIVERS.contains(&nd.as_str()) {
-            return Err(ApiError::InvalidParameterValue(format!(
-                "Network driver type {nd} is not supported, expecting a flannel/calico/cilium/unspecified network driver."
-            )));
-        }
+    // `_enforce_network_driver_types` validates the default when none is named.
+    let nd = t
+        .network_driver
+        .as_deref()
+        .unwrap_or(DEFAULT_NETWORK_DRIVER);
+    if !NETWORK_DRIVERS.contains(&nd) {
+        return Err(ApiError::InvalidParameterValue(format!(
+            "Network driver type {nd} is not supported, expecting a flannel/calico/cilium/unspecified network driver."
+        )));
+    }
+    if !allowed_network_drivers
+        .iter()
+        .any(|a| a == "all" || a == nd)
+    {
+        // Magnum's text ends with a space.
+        return Err(ApiError::InvalidParameterValue(format!(
+            "Network driver type {nd} is not allowed, expecting a {}/unspecified network driver. ",
+            allowed_network_drivers.join("/")
+        )));
     }
     if let Some(vd) = &t.volume_driver {
         if !VOLUME_DRIVERS.contains(&vd.as_str()) {
@@ -374,7 +428,14 @@ async fn create_template(
     b.mandatory("image_id")?;
     let mut t = ClusterTemplate::default();
     template_from_body(&b, &mut t)?;
-    validate_drivers(&t)?;
+    validate_drivers(
+        &t,
+        &state
+            .config
+            .cluster_template
+            .kubernetes_allowed_network_drivers,
+    )?;
+    enforce_volume_storage_size(&t, None)?;
     // `_enforce_network_driver_types` stores the default for kubernetes
     // (`[cluster_template] kubernetes_default_network_driver`).
     if t.network_driver.is_none() {
@@ -452,7 +513,13 @@ async fn update_template(
     let patched = Body::from_map("cluster_template", doc);
     let mut t = current.clone();
     template_from_body(&patched, &mut t)?;
-    validate_drivers(&t)?;
+    validate_drivers(
+        &t,
+        &state
+            .config
+            .cluster_template
+            .kubernetes_allowed_network_drivers,
+    )?;
     if t.public != current.public || t.hidden != current.hidden {
         enforce(&state, &ctx, "clustertemplate:publish")
             .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
@@ -463,11 +530,14 @@ async fn update_template(
         return Err(ApiError::ClusterTemplateReferenced(current.uuid.clone()));
     }
     state.store.update_template(&t).await?;
-    let saved = state
+    let mut saved = state
         .store
         .template_by_uuid(&t.uuid)
         .await?
         .ok_or_else(|| ApiError::ClusterTemplateNotFound(ident.clone()))?;
+    // `cluster_template.save()` does not refresh the object: Magnum's answer carries the
+    // `updated_at` from before the update.
+    saved.updated_at = current.updated_at.clone();
     Ok(Json(render(&saved, &base_url(&headers))))
 }
 

@@ -459,7 +459,12 @@ async fn create_cluster(
     let labels = b.labels("labels")?;
     let master_flavor_id = b.string("master_flavor_id", 1, 255)?;
     let flavor_id = b.string("flavor_id", 1, 255)?;
-    let create_timeout = b.int("create_timeout", Some(0))?.unwrap_or(60);
+    // WSME's default (60) is for a missing key; an explicit null (gophercloud sends one when
+    // the caller leaves it unset) is stored and shown as null, as Magnum does.
+    let create_timeout = match b.raw().get("create_timeout") {
+        Some(Value::Null) => None,
+        _ => Some(b.int("create_timeout", Some(0))?.unwrap_or(60)),
+    };
     let fixed_network = b.string("fixed_network", 1, 255)?;
     let fixed_subnet = b.string("fixed_subnet", 1, 255)?;
     let floating_ip_enabled = b.boolean("floating_ip_enabled")?;
@@ -489,15 +494,7 @@ async fn create_cluster(
     // Magnum resolves by triple only here; magnum-rs uses the template's driver (named, or
     // by triple), because without Glance a template may have no distro.
     let driver = state.drivers.for_template(&template)?;
-    if template.docker_storage_driver.as_deref() == Some("devicemapper") {
-        if let Some(size) = docker_volume_size.or(template.docker_volume_size) {
-            if size < 3 {
-                return Err(ApiError::InvalidParameterValue(format!(
-                    "docker volume size {size} GB is not valid, expecting minimum value 3GB for devicemapper storage driver."
-                )));
-            }
-        }
-    }
+    super::cluster_templates::enforce_volume_storage_size(&template, docker_volume_size)?;
     driver.validate_master_size(master_count)?;
     if !version.at_least(1, 10) && node_count == 0 {
         return Err(ApiError::ZeroNodeCountNotSupported);
@@ -549,7 +546,7 @@ async fn create_cluster(
         master_flavor_id: or_template(master_flavor_id, &template.master_flavor_id),
         flavor_id: or_template(flavor_id, &template.flavor_id),
         status: Some(status::CREATE_IN_PROGRESS.into()),
-        create_timeout: Some(create_timeout),
+        create_timeout,
         discovery_url,
         fixed_network: or_template(fixed_network, &template.fixed_network),
         fixed_subnet: or_template(fixed_subnet, &template.fixed_subnet),

@@ -23,6 +23,8 @@ pub struct PatchOp {
     pub op: String,
     pub path: String,
     pub value: Option<Value>,
+    /// Whether the client sent a `value` key (Magnum quotes it, `None` included).
+    value_sent: bool,
 }
 
 impl PatchOp {
@@ -35,13 +37,20 @@ impl PatchOp {
             .unwrap_or_default()
     }
 
+    /// As Magnum quotes an operation (`JsonPatchType.as_dict()`): `path`, `op`, then `value`
+    /// when it was sent, whatever the client's key order.
     fn py(&self) -> String {
-        let mut s = format!("{{'op': '{}', 'path': '{}'", self.op, self.path);
-        if let Some(v) = &self.value {
-            s.push_str(&format!(", 'value': {}", py_repr(v)));
+        let mut items = vec![
+            format!("'path': {}", py_repr(&Value::String(self.path.clone()))),
+            format!("'op': {}", py_repr(&Value::String(self.op.clone()))),
+        ];
+        if self.value_sent {
+            items.push(format!(
+                "'value': {}",
+                self.value.as_ref().map_or_else(|| "None".into(), py_repr)
+            ));
         }
-        s.push('}');
-        s
+        format!("{{{}}}", items.join(", "))
     }
 }
 
@@ -172,7 +181,13 @@ pub fn parse(bytes: &Bytes, internal: &[&str], non_removable: &[&str]) -> ApiRes
                 "'add' and 'replace' operations needs value".into(),
             ));
         }
-        ops.push(PatchOp { op, path, value });
+        let value_sent = m.contains_key("value");
+        ops.push(PatchOp {
+            op,
+            path,
+            value,
+            value_sent,
+        });
     }
     Ok(ops)
 }
@@ -180,6 +195,8 @@ pub fn parse(bytes: &Bytes, internal: &[&str], non_removable: &[&str]) -> ApiRes
 /// Applies validated ops to a resource dictionary (`apply_jsonpatch`): root-level `add` only
 /// onto an existing null attribute; errors of the patch library become `PatchError`.
 pub fn apply(doc: &mut Map<String, Value>, ops: &[PatchOp]) -> ApiResult<()> {
+    let converted = literal_values(ops)?;
+    let ops = converted.as_slice();
     for p in ops {
         let segments: Vec<&str> = p.path.trim_start_matches('/').split('/').collect();
         if p.op == "add" && segments.len() == 1 {
@@ -207,6 +224,39 @@ pub fn apply(doc: &mut Map<String, Value>, ops: &[PatchOp]) -> ApiResult<()> {
         })?;
     }
     Ok(())
+}
+
+/// `apply_jsonpatch` reads the string value of a `replace` of these paths as a Python
+/// literal (`ast.literal_eval`), and refuses the patch when it is none.
+const LITERAL_PATHS: [&str; 4] = [
+    "/labels",
+    "/health_status_reason",
+    "/node_labels",
+    "/node_taints",
+];
+
+fn literal_values(ops: &[PatchOp]) -> ApiResult<Vec<PatchOp>> {
+    let mut out = ops.to_vec();
+    for i in 0..out.len() {
+        let p = &out[i];
+        if p.op != "replace" || !LITERAL_PATHS.contains(&p.path.as_str()) {
+            continue;
+        }
+        let Some(Value::String(src)) = &p.value else {
+            continue;
+        };
+        match super::pyliteral::parse(src) {
+            Some(v) => out[i].value = Some(v),
+            None => {
+                return Err(ApiError::PatchError {
+                    // Magnum quotes the patch as it stands: earlier values already read.
+                    patch: py_patch(&out),
+                    reason: super::pyliteral::refusal(src),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn apply_one(doc: &mut Map<String, Value>, p: &PatchOp) -> Result<(), String> {

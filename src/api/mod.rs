@@ -7,6 +7,7 @@ pub mod certificates;
 pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
+pub mod credentials;
 pub mod jsonpatch;
 pub mod lookup;
 pub mod microversion;
@@ -42,6 +43,7 @@ fn v1_routes() -> Routes {
         .merge(quotas::routes())
         .merge(mservices::routes())
         .merge(certificates::routes())
+        .merge(credentials::routes())
 }
 
 /// Every (method, path template) the Magnum router serves, read from the tables the router
@@ -139,7 +141,12 @@ fn normalize_path(mut req: Request) -> Request {
 /// framework refused by itself (an extractor's plain-text rejection).
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
+    let allow = allow_header(req.uri().path());
     let mut resp = next.run(req).await;
+    if resp.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED {
+        resp.headers_mut()
+            .insert(axum::http::header::ALLOW, HeaderValue::from_static(allow));
+    }
     if is_framework_rejection(&resp) {
         resp = into_envelope(resp).await;
     }
@@ -155,6 +162,19 @@ async fn finish_response(req: Request, next: Next) -> Response {
         }
     }
     resp
+}
+
+/// The `Allow` header of pecan's 405 for a (normalized) path: the methods its controller
+/// class defines, not those the route serves.
+fn allow_header(path: &str) -> &'static str {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        [""] | ["v1"] => "GET",
+        ["v1", "clusters", _, "actions", ..] => "",
+        ["v1", "stats" | "mservices", ..] => "GET",
+        ["v1", "certificates", ..] => "GET, PATCH, POST",
+        _ => "DELETE, GET, PATCH, POST",
+    }
 }
 
 /// An error response that did not come from [`ApiError`]: axum's extractors answer in

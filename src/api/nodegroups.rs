@@ -327,12 +327,21 @@ fn read_attrs(b: &Body, ng: &mut NodeGroup) -> ApiResult<()> {
     Ok(())
 }
 
+/// What is being validated: a nodegroup to create, or an existing one patched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Validating {
+    Create,
+    Update,
+}
+
 /// `_validate_node_count`, `_validate_node_attrs_role`, `_validate_node_labels`,
-/// `_validate_node_taints`, then the driver's autoscaling capability.
+/// `_validate_node_taints`, then (on create, as Magnum's `post` does next) the refusal of
+/// master nodegroups, then the driver's autoscaling capability.
 fn validate(
     ng: &NodeGroup,
     state: &AppState,
     template_driver: Option<&std::sync::Arc<dyn crate::drivers::Driver>>,
+    validating: Validating,
 ) -> ApiResult<()> {
     let invalid = |attr: &str, expl: String| ApiError::NodeGroupInvalidInput {
         attr: attr.into(),
@@ -453,6 +462,9 @@ fn validate(
             ));
         }
     }
+    if validating == Validating::Create && ng.role.as_deref() == Some(ROLE_MASTER) {
+        return Err(ApiError::CreateMasterNodeGroup);
+    }
     if let Some(driver) = template_driver {
         let bounds_set = ng.min_node_count != 0 || ng.max_node_count.is_some_and(|m| m != 0);
         if bounds_set && !driver.supports_autoscaling(ng) {
@@ -537,10 +549,7 @@ async fn create_nodegroup(
         });
     }
     let driver = driver_of(&state, &cluster).await?;
-    validate(&ng, &state, driver.as_ref())?;
-    if ng.role.as_deref() == Some(ROLE_MASTER) {
-        return Err(ApiError::CreateMasterNodeGroup);
-    }
+    validate(&ng, &state, driver.as_ref(), Validating::Create)?;
     let cluster_labels = cluster.labels.clone().unwrap_or_default();
     if ng.image_id.is_none() {
         let t = match &cluster.cluster_template_id {
@@ -662,7 +671,7 @@ async fn update_nodegroup(
     let mut ng = current.clone();
     read_attrs(&patched, &mut ng)?;
     let driver = driver_of(&state, &cluster).await?;
-    validate(&ng, &state, driver.as_ref())?;
+    validate(&ng, &state, driver.as_ref(), Validating::Update)?;
     let changes: Vec<(&'static str, Bind)> = vec![
         ("min_node_count", Bind::Int(Some(ng.min_node_count))),
         ("max_node_count", Bind::Int(ng.max_node_count)),
@@ -687,11 +696,12 @@ async fn update_nodegroup(
         state.store.commit(batch).await?;
         state.operations.kick();
     }
-    let saved = state.store.nodegroup_by_id(ng.id).await?.unwrap_or(ng);
+    // Magnum answers with the object it handed to the conductor: the new values, and the
+    // `updated_at` from before the update.
     Ok((
         StatusCode::ACCEPTED,
         Json(render_detail(
-            nodegroup_doc(&saved),
+            nodegroup_doc(&ng),
             &cluster,
             &base_url(&headers),
         )),

@@ -16,6 +16,59 @@ pub fn parse(src: &str) -> Option<Value> {
     (p.i == p.s.len()).then_some(v)
 }
 
+/// Why `ast.literal_eval` refuses `src`, in Python's words where they can be told without
+/// Python's parser: an unclosed or unmatched bracket, an unterminated string, else a syntax
+/// error; text that is valid Python but no literal (a name, a call) is `malformed node or
+/// string` (Python adds the node's repr with its memory address, which cannot be matched).
+pub fn refusal(src: &str) -> String {
+    let mut stack: Vec<char> = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in src.chars() {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                c if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '{' | '[' | '(' => stack.push(c),
+            '}' | ']' | ')' => {
+                let open = match c {
+                    '}' => '{',
+                    ']' => '[',
+                    _ => '(',
+                };
+                match stack.pop() {
+                    Some(o) if o == open => {}
+                    Some(o) => {
+                        return format!(
+                            "closing parenthesis '{c}' does not match opening parenthesis '{o}' (<unknown>, line 1)"
+                        )
+                    }
+                    None => return format!("unmatched '{c}' (<unknown>, line 1)"),
+                }
+            }
+            _ => {}
+        }
+    }
+    if quote.is_some() {
+        return "unterminated string literal (detected at line 1) (<unknown>, line 1)".into();
+    }
+    if let Some(o) = stack.last() {
+        return format!("'{o}' was never closed (<unknown>, line 1)");
+    }
+    let t = src.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return "malformed node or string on line 1".into();
+    }
+    "invalid syntax (<unknown>, line 1)".into()
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
@@ -154,6 +207,24 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_read_as_pythons() {
+        assert_eq!(
+            refusal("{'a': "),
+            "'{' was never closed (<unknown>, line 1)"
+        );
+        assert_eq!(
+            refusal("{'a': 1]"),
+            "closing parenthesis ']' does not match opening parenthesis '{' (<unknown>, line 1)"
+        );
+        assert_eq!(
+            refusal("'abc"),
+            "unterminated string literal (detected at line 1) (<unknown>, line 1)"
+        );
+        assert_eq!(refusal("abc"), "malformed node or string on line 1");
+        assert_eq!(refusal("{'a': : 1}"), "invalid syntax (<unknown>, line 1)");
+    }
     use serde_json::json;
 
     #[test]

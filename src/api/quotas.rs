@@ -20,10 +20,10 @@ pub fn routes() -> Routes {
     Routes::default()
         .get("/v1/quotas", list_quotas)
         .post("/v1/quotas", create_quota)
-        .patch("/v1/quotas", missing_project)
+        .patch("/v1/quotas", update_quota_from_body)
         .delete("/v1/quotas", missing_project)
         .get("/v1/quotas/{project_id}", missing_resource)
-        .patch("/v1/quotas/{project_id}", missing_resource)
+        .patch("/v1/quotas/{project_id}", update_quota_of_project)
         .delete("/v1/quotas/{project_id}", missing_resource)
         .get("/v1/quotas/{project_id}/{resource}", show_quota)
         .patch("/v1/quotas/{project_id}/{resource}", update_quota)
@@ -188,6 +188,7 @@ async fn show_quota(
 struct QuotaBody {
     hard_limit: i64,
     project_id: Option<String>,
+    resource: Option<String>,
 }
 
 fn quota_body(bytes: &Bytes, argname: &'static str) -> ApiResult<QuotaBody> {
@@ -217,9 +218,11 @@ fn quota_body(bytes: &Bytes, argname: &'static str) -> ApiResult<QuotaBody> {
             ));
         }
     }
+    let resource = b.text("resource")?;
     Ok(QuotaBody {
         hard_limit,
         project_id,
+        resource,
     })
 }
 
@@ -264,6 +267,39 @@ async fn update_quota(
         .await
         .map_err(|e| write_error(e, &project_id, &resource))?;
     Ok((StatusCode::ACCEPTED, Json(render(&q))))
+}
+
+/// `PATCH /v1/quotas` (python-magnumclient's `quotas update` sends this): WSME fills the
+/// missing path arguments from the body's `project_id` and `resource`.
+async fn update_quota_from_body(
+    state: State<AppState>,
+    ctx: RequestContext,
+    raw: RawQuery,
+    bytes: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(missing_project().await);
+    }
+    let body = quota_body(&bytes, "quotapatch")?;
+    let project_id = body.project_id.ok_or(missing_project().await)?;
+    let resource = body.resource.ok_or(missing_resource().await)?;
+    update_quota(state, ctx, Path((project_id, resource)), raw, bytes).await
+}
+
+/// `PATCH /v1/quotas/{project_id}`: the resource from the body, as above.
+async fn update_quota_of_project(
+    state: State<AppState>,
+    ctx: RequestContext,
+    Path(project_id): Path<String>,
+    raw: RawQuery,
+    bytes: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(missing_resource().await);
+    }
+    let body = quota_body(&bytes, "quotapatch")?;
+    let resource = body.resource.ok_or(missing_resource().await)?;
+    update_quota(state, ctx, Path((project_id, resource)), raw, bytes).await
 }
 
 /// Mirrors `QuotaController.delete`.

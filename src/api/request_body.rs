@@ -24,19 +24,21 @@ const JSON_TYPES: [&str; 3] = [
 #[derive(Debug, PartialEq, Eq)]
 pub enum BodyKind {
     Json,
-    /// No `Content-Type`, or a form: webob reads the body as form fields.
+    /// No `Content-Type` header, or a form: webob reads the body as form fields.
     Form,
     Unknown(String),
 }
 
+/// A missing header makes the body form fields; a header that is present but empty names
+/// the empty type (Magnum: 415 `Unknown mimetype: `).
 pub fn body_kind(content_type: Option<&str>) -> BodyKind {
-    let media = content_type
-        .and_then(|v| v.split(';').next())
-        .map(str::trim)
-        .unwrap_or_default();
+    let Some(value) = content_type else {
+        return BodyKind::Form;
+    };
+    let media = value.split(';').next().unwrap_or_default().trim();
     if JSON_TYPES.contains(&media) {
         BodyKind::Json
-    } else if media.is_empty() || media == "application/x-www-form-urlencoded" {
+    } else if media == "application/x-www-form-urlencoded" {
         BodyKind::Form
     } else {
         BodyKind::Unknown(media.to_string())
@@ -134,5 +136,6 @@ mod tests {
             BodyKind::Unknown("APPLICATION/JSON".into())
         );
         assert_eq!(body_kind(None), BodyKind::Form);
+        assert_eq!(body_kind(Some("")), BodyKind::Unknown(String::new()));
     }
 }

@@ -212,6 +212,15 @@ pub trait Lifecycle: Send + Sync {
         ))
     }
 
+    /// Rotates the credentials the cluster uses to reach the cloud
+    /// (`PATCH /v1/credentials/{cluster}`, the conductor's `credential_rotate`). Magnum's base
+    /// driver raises `NotImplementedError`, which the conductor answers with this text.
+    async fn rotate_credential(&self, _cluster: &Cluster) -> Result<(), ApiError> {
+        Err(ApiError::NotSupportedMessage(
+            "Credential rotation is not supported by driver.".into(),
+        ))
+    }
+
     /// Starts the driver's watchers, which keep its view of the backend and send what
     /// changed to `changes`. Drivers that complete everything synchronously have none.
     fn watch(&self, _changes: mpsc::UnboundedSender<Change>) -> Vec<JoinHandle<()>> {
