@@ -117,8 +117,22 @@ CLUSTERS = [
 ]
 
 
+# A federation of the seed's project: k8s-cluster hosts it and is its only member.
+FEDERATION = dict(
+    uuid="f1f1f1f1-0000-4000-8000-000000000001", name="k8s-federation",
+    project_id=PROJECT, hostcluster_id="a1a1a1a1-0000-4000-8000-000000000001",
+    member_ids=["a1a1a1a1-0000-4000-8000-000000000001"],
+    status=fields.FederationStatus.CREATE_COMPLETE, status_reason=None,
+    properties={"dns-zone": "example.com."},
+)
+
+
 def delete_existing(ctx):
-    """Remove the seeded rows (nodegroups first, then clusters, then template)."""
+    """Remove the seeded rows (the federation, nodegroups, then clusters, then template)."""
+    try:
+        objects.Federation.get_by_uuid(ctx, FEDERATION["uuid"]).destroy()
+    except exception.FederationNotFound:
+        pass
     for spec in CLUSTERS:
         try:
             cluster = objects.Cluster.get_by_uuid(ctx, spec["uuid"])
@@ -145,7 +159,7 @@ def reset_auto_increment():
     if engine.dialect.name != "mysql":
         return
     with engine.begin() as conn:
-        for table in ("nodegroup", "cluster", "cluster_template"):
+        for table in ("federation", "nodegroup", "cluster", "cluster_template"):
             conn.execute(sa.text("ALTER TABLE `%s` AUTO_INCREMENT = 1" % table))
 
 
@@ -212,7 +226,8 @@ def main():
         templates[spec["uuid"]].create()
     for spec in CLUSTERS:
         create_cluster(ctx, templates[spec.get("template", TEMPLATE_UUID)], spec)
-    print("magnum_seed: seeded %d templates, %d clusters"
+    objects.Federation(ctx, **FEDERATION).create()
+    print("magnum_seed: seeded %d templates, %d clusters, 1 federation"
           % (1 + len(EXTRA_TEMPLATES), len(CLUSTERS)), file=sys.stderr)
 
 

@@ -114,6 +114,11 @@ pub enum ApiError {
     ResourceNotFoundUnformatted,
     #[error("Quota could not be found: {0}")]
     QuotaNotFound(String),
+    #[error("Federation {0} could not be found.")]
+    FederationNotFound(String),
+    /// `exception.HTTPNotFound` raised with a message of its own.
+    #[error("{0}")]
+    NotFoundMessage(String),
 
     // --- 409 ---------------------------------------------------------------------------
     #[error("{0}")]
@@ -234,6 +239,8 @@ impl ApiError {
             | ClusterTemplateNotFound(_)
             | ResourceNotFoundUnformatted
             | QuotaNotFound(_)
+            | FederationNotFound(_)
+            | NotFoundMessage(_)
             | RouteNotFound => StatusCode::NOT_FOUND,
             Conflict(_)
             | NodeGroupAlreadyExists { .. }

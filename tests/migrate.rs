@@ -29,6 +29,7 @@ async fn migrate_creates_magnums_tables_on_an_empty_database_and_is_idempotent()
         "nodegroup",
         "quotas",
         "magnum_service",
+        "federation",
         "magnum_rs_operation",
     ] {
         let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))

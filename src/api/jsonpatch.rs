@@ -37,6 +37,17 @@ impl PatchOp {
             .unwrap_or_default()
     }
 
+    /// The operation as a `replace` of its path with `value` (how Magnum rewrites a
+    /// federation's join and unjoin).
+    pub fn replaced_with(&self, value: Value) -> PatchOp {
+        PatchOp {
+            op: "replace".into(),
+            path: self.path.clone(),
+            value: Some(value),
+            value_sent: true,
+        }
+    }
+
     /// As Magnum quotes an operation (`JsonPatchType.as_dict()`): `path`, `op`, then `value`
     /// when it was sent, whatever the client's key order.
     fn py(&self) -> String {

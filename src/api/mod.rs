@@ -8,6 +8,7 @@ pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;
+pub mod federations;
 pub mod jsonpatch;
 pub mod lookup;
 pub mod microversion;
@@ -44,6 +45,7 @@ fn v1_routes() -> Routes {
         .merge(mservices::routes())
         .merge(certificates::routes())
         .merge(credentials::routes())
+        .merge(federations::routes())
 }
 
 /// Every (method, path template) the Magnum router serves, read from the tables the router

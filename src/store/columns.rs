@@ -187,7 +187,7 @@ impl R<'_> {
         Ok(self.text(col)?.map(|t| iso8601(&t)))
     }
 
-    fn json_map(&self, col: &str) -> Result<Option<Map<String, Value>>, sqlx::Error> {
+    pub(super) fn json_map(&self, col: &str) -> Result<Option<Map<String, Value>>, sqlx::Error> {
         Ok(self
             .text(col)?
             .and_then(|t| match serde_json::from_str(&t) {
@@ -196,7 +196,7 @@ impl R<'_> {
             }))
     }
 
-    fn json_list(&self, col: &str) -> Result<Option<Vec<Value>>, sqlx::Error> {
+    pub(super) fn json_list(&self, col: &str) -> Result<Option<Vec<Value>>, sqlx::Error> {
         Ok(self
             .text(col)?
             .and_then(|t| match serde_json::from_str(&t) {

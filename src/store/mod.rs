@@ -6,6 +6,7 @@
 
 pub mod clusters;
 mod columns;
+pub mod federations;
 pub mod migrate;
 pub mod nodegroups;
 pub mod operations;

@@ -1,4 +1,5 @@
-//! The rows both servers persist (Magnum's `cluster_template`, `cluster`, `nodegroup`), read
+//! The rows both servers persist (Magnum's `cluster_template`, `cluster`, `nodegroup`,
+//! `federation`), read
 //! as JSON straight from MariaDB, and the re-synchronisation of magnum-rs's database from
 //! the real Magnum's after a write that is expected to differ.
 
@@ -10,7 +11,7 @@ use sqlx::Row as _;
 
 use super::normalize::{self, Known};
 
-pub const TABLES: &[&str] = &["cluster_template", "cluster", "nodegroup"];
+pub const TABLES: &[&str] = &["cluster_template", "cluster", "nodegroup", "federation"];
 
 /// Every row of the tables, ordered by id, as JSON objects (column → value).
 pub async fn snapshot(pool: &MySqlPool, db: &str) -> Result<Vec<(String, Vec<Value>)>, String> {
