@@ -415,6 +415,7 @@ fn compare(a: &wire::Response, b: &wire::Response, known: &Known) -> Vec<String>
 }
 
 #[test]
+#[ignore = "needs scripts/test.sh"]
 fn http_requests_answer_as_magnum_does() {
     let text = std::fs::read_to_string(root().join("tests/conformance/cases.toml")).expect("cases");
     let cases: Cases = toml::from_str(&text).expect("tests/conformance/cases.toml");
@@ -507,6 +508,7 @@ fn openstack(bin: &str, base: &str, args: &[String], known: &Known) -> String {
 }
 
 #[test]
+#[ignore = "needs scripts/test.sh"]
 fn cli_session_prints_what_magnum_prints() {
     let bin = env("MAGNUM_RS_OPENSTACK");
     let text = std::fs::read_to_string(root().join("tests/conformance/cli.toml")).expect("cli");

@@ -43,6 +43,7 @@ fn template_and_cluster(cli: &Cli) {
 }
 
 #[test]
+#[ignore = "needs scripts/test.sh"]
 fn cli_reads_templates_clusters_and_manages_nodegroups() {
     let (_dir, server) = start();
     let cli = Cli::new(&server);
@@ -156,6 +157,7 @@ fn cli_reads_templates_clusters_and_manages_nodegroups() {
 }
 
 #[test]
+#[ignore = "needs scripts/test.sh"]
 fn cli_resizes_the_control_plane_to_three() {
     let (_dir, server) = start();
     let cli = Cli::new(&server);
@@ -193,6 +195,7 @@ fn cli_resizes_the_control_plane_to_three() {
 }
 
 #[test]
+#[ignore = "needs scripts/test.sh"]
 fn cli_even_control_plane_size_prints_magnums_error_and_exits_1() {
     let (_dir, server) = start();
     let cli = Cli::new(&server);

@@ -251,6 +251,7 @@ impl Drop for RestartOnDrop {
 }
 
 #[tokio::test]
+#[ignore = "needs scripts/test.sh"]
 async fn readyz_turns_unready_while_the_database_is_down() {
     let base = required("MAGNUM_RS_TEST_READYZ_MYSQL_URL");
     let stop = required("MAGNUM_RS_TEST_READYZ_DB_STOP");

@@ -23,8 +23,8 @@ pub struct LogConfig {
 
 /// Installs the global subscriber; `RUST_LOG` overrides the default levels.
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("magnum_rs=info,tower_http=info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("magnum_rs=info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),

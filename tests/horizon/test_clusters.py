@@ -20,10 +20,8 @@ Every input comes from the environment; a missing one is a failure, not a skip:
   HORIZON_OWN_TEMPLATE, HORIZON_OTHER_TEMPLATE the user's cluster template (its clusters'),
                          another project's
   HORIZON_RESIZE_CLUSTER the cluster to resize; HORIZON_NEW_COUNT its new default-worker count
-  HORIZON_STATS_SERVED   1 when the API answers GET /v1/stats: then the page's stats panel
-                         must show "Used N of M" (N = the user's cluster count) and no error
-                         toast may appear; 0 (the API has no /v1/stats yet): the one error
-                         toast allowed is "Unable to retrieve the stats."
+The page's stats panel (GET /v1/stats) must show "Used N of M" (N = the user's cluster count),
+and no error toast may appear.
 
 Synchronisation is by explicit waits on page conditions (WebDriverWait), never by sleeping.
 Exits 0 only when every check held.
@@ -46,7 +44,6 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 WAIT = 60  # seconds for any one page condition (a busy 2-core CI machine)
-STATS_ERROR = "Unable to retrieve the stats."
 
 
 def env(name):
@@ -251,7 +248,6 @@ def main():
     others = env("HORIZON_OTHER_CLUSTERS").split(",")
     target = env("HORIZON_RESIZE_CLUSTER")
     new_count = int(env("HORIZON_NEW_COUNT"))
-    stats_served = env("HORIZON_STATS_SERVED") == "1"
     own_template, other_template = env("HORIZON_OWN_TEMPLATE"), env("HORIZON_OTHER_TEMPLATE")
     chromium, chromedriver = env("CHROMIUM"), env("CHROMEDRIVER")
     os.makedirs(out, exist_ok=True)
@@ -262,22 +258,14 @@ def main():
     def step(name):
         result["steps"][name] = round(time.monotonic() - started, 2)
 
-    def unexpected(errors):
-        """Error toasts beyond the one allowed while the API has no /v1/stats."""
-        return errors if stats_served else [e for e in errors if STATS_ERROR not in e]
-
     def check_stats(when):
         kind, value = page.stats_outcome()
         result.setdefault("stats", {})[when] = [kind, value]
-        if stats_served:
-            check(kind == "stats", f"{when}: Horizon shows errors: {value}")
-            check(
-                value.startswith(f"Used {len(own)} of "),
-                f"{when}: the stats panel says {value!r}, not Used {len(own)} (the project's)",
-            )
-        else:
-            others = unexpected(value) if kind == "errors" else []
-            check(not others, f"{when}: Horizon shows errors: {others}")
+        check(kind == "stats", f"{when}: Horizon shows errors: {value}")
+        check(
+            value.startswith(f"Used {len(own)} of "),
+            f"{when}: the stats panel says {value!r}, not Used {len(own)} (the project's)",
+        )
 
     driver, profile = browser(chromium, chromedriver, out, run_dir)
     page = Page(driver, base, out)
@@ -310,7 +298,7 @@ def main():
                 f"{text} on the detail page of {target}",
             )
         page.screenshot("cluster-detail.png")
-        errors = unexpected(page.error_toasts())
+        errors = page.error_toasts()
         check(not errors, f"the detail page shows errors: {errors}")
         step("detail")
 
