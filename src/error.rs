@@ -9,6 +9,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::api::microversion;
+
 /// Which formatter Magnum's pipeline would have used for an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -167,9 +169,13 @@ pub enum ApiError {
     /// A per-method version gate (`@api_version`).
     #[error("Version {version} was requested but the requested API {method} is not supported for this version.")]
     VersionNotAvailable { version: String, method: String },
-    /// The out-of-range microversion 406 with its own body.
-    #[error("{description}")]
-    MicroversionUnsupported { description: String },
+    /// A microversion outside the served range: `HTTPNotAcceptableAPIVersion`'s 406, with
+    /// its own body (the description only for a JSON `Accept`) and the range headers.
+    #[error("{}", description.as_deref().unwrap_or_default())]
+    MicroversionUnsupported {
+        requested: String,
+        description: Option<String>,
+    },
 
     // --- 5xx ---------------------------------------------------------------------------
     /// A failure of ours; the cause is logged once here and never shown to the client.
@@ -320,15 +326,18 @@ impl IntoResponse for ApiError {
                 let detail = self.to_string();
                 envelope("server", status, title_of(&detail), &detail)
             }
-            ApiError::MicroversionUnsupported { .. } => {
-                // The 406 body of HTTPNotAcceptableAPIVersion; finished by the version layer,
-                // which knows the supported range and the Accept header.
-                json!({"errors": [{
+            ApiError::MicroversionUnsupported { description, .. } => {
+                let mut error = json!({
                     "code": "magnum.microversion-unsupported",
                     "title": "Requested microversion is unsupported",
-                    "description": self.to_string(),
                     "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
-                }]})
+                    "max_version": microversion::MAX.to_string(),
+                    "min_version": microversion::MIN.to_string(),
+                });
+                if let Some(description) = description {
+                    error["description"] = description.as_str().into();
+                }
+                json!({"errors": [error]})
             }
             _ if flavor == Flavor::Webob => {
                 envelope("", status, webob_title(status), &self.to_string())
@@ -348,6 +357,10 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let ApiError::MicroversionUnsupported { requested, .. } = &self {
+            // Magnum sets the range headers before the check, and echoes the requested version.
+            microversion::version_headers(response.headers_mut(), requested);
+        }
         response.extensions_mut().insert(ErrorMarker {
             flavor,
             without_version_headers: self.without_version_headers(),

@@ -26,7 +26,7 @@ use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::operations::OperationsHandle;
 use magnum_rs::policy::Policy;
 use magnum_rs::state::AppState;
-use magnum_rs::store::operations::{op_state, OpKind};
+use magnum_rs::store::operations::{OpKind, OpState};
 use magnum_rs::store::{Bind, Store};
 
 // ---------------------------------------------------------------------------------------
@@ -1169,7 +1169,7 @@ async fn resize_while_the_cluster_is_being_created_is_refused() {
         .await
         .expect("operations");
     assert!(
-        ops.iter().all(|o| o.kind != OpKind::Resize),
+        ops.iter().all(|o| o.kind() != OpKind::Resize),
         "nothing recorded: {ops:?}"
     );
 }
@@ -1340,7 +1340,7 @@ async fn upgrade_while_an_update_is_in_progress_is_refused() {
         .await
         .expect("operations");
     assert!(
-        ops.iter().all(|o| o.kind != OpKind::Upgrade),
+        ops.iter().all(|o| o.kind() != OpKind::Upgrade),
         "nothing recorded: {ops:?}"
     );
 }
@@ -1665,8 +1665,8 @@ async fn a_resize_the_driver_rejects_fails_the_cluster_and_restores_the_count() 
         .await
         .expect("operations");
     let last = ops.last().expect("an operation");
-    assert_eq!(last.kind, OpKind::Resize);
-    assert_eq!(last.state, op_state::FAILED);
+    assert_eq!(last.kind(), OpKind::Resize);
+    assert_eq!(last.state, OpState::Failed);
 
     // The failed cluster is still resizable (UPDATE_FAILED), and fails the same way.
     let r = resize(
@@ -1819,7 +1819,7 @@ async fn concurrent_resizes_of_one_nodegroup_end_at_the_newest_accepted_count() 
         .expect("operations");
     let resizes: Vec<_> = ops
         .iter()
-        .filter(|o| o.kind == OpKind::Resize && o.nodegroup_id == Some(worker_id))
+        .filter(|o| o.kind() == OpKind::Resize && o.nodegroup_id == Some(worker_id))
         .collect();
     assert_eq!(resizes.len(), 50);
     let newest = resizes.iter().max_by_key(|o| o.id).expect("newest");
@@ -1873,16 +1873,16 @@ async fn concurrent_resizes_of_one_nodegroup_end_at_the_newest_accepted_count() 
         .operations_of_cluster(&fx.k8s)
         .await
         .expect("operations");
-    let states: Vec<(i64, &str)> = ops
+    let states: Vec<(i64, OpState)> = ops
         .iter()
-        .filter(|o| o.kind == OpKind::Resize)
-        .map(|o| (o.id, o.state.as_str()))
+        .filter(|o| o.kind() == OpKind::Resize)
+        .map(|o| (o.id, o.state))
         .collect();
     for (id, state) in &states {
         let expected = if *id == newest.id {
-            op_state::DONE
+            OpState::Done
         } else {
-            op_state::SUPERSEDED
+            OpState::Superseded
         };
         assert_eq!(*state, expected, "operation {id}");
     }

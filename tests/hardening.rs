@@ -16,7 +16,7 @@ use common::{As, Reply, LATEST};
 use http_body_util::BodyExt as _;
 use magnum_rs::config::Config;
 use magnum_rs::model::status;
-use magnum_rs::store::operations::{AcceptResize, NewOperation, OpKind, ResizeRefused};
+use magnum_rs::store::operations::{AcceptResize, NewOperation, OpPayload, ResizeRefused};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
@@ -234,12 +234,11 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
         seen: worker.node_count,
         new_count: 5,
         op: NewOperation {
-            kind: OpKind::Resize,
             cluster_uuid: cluster.uuid.clone(),
             nodegroup_id: Some(nodegroup_id),
             old_count: None,
             new_count: Some(5),
-            payload: json!({"nodes_to_remove": []}),
+            payload: OpPayload::resize(),
         },
         allowed: status::allows_resize,
         cluster_changes: Vec::new(),

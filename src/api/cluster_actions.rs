@@ -17,7 +17,7 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{AcceptResize, Batch, NewOperation, OpKind, ResizeRefused};
+use crate::store::operations::{AcceptResize, Batch, NewOperation, OpPayload, ResizeRefused};
 use crate::store::Bind;
 
 pub fn routes() -> Routes {
@@ -159,12 +159,11 @@ async fn resize_cluster(
             Vec::new()
         };
     let op = NewOperation {
-        kind: OpKind::Resize,
         cluster_uuid: cluster.uuid.clone(),
         nodegroup_id: Some(nodegroup.id),
         old_count: None,
         new_count: Some(req.node_count),
-        payload: json!({"nodes_to_remove": nodes_to_remove}),
+        payload: OpPayload::Resize { nodes_to_remove },
     };
     let accepted = state
         .store
@@ -284,16 +283,25 @@ async fn upgrade_cluster(
         .update(
             "cluster",
             cluster.id,
-            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS)), ("status_reason", Bind::Text(None))],
+            vec![
+                ("status", Bind::text(status::UPDATE_IN_PROGRESS)),
+                ("status_reason", Bind::Text(None)),
+            ],
         )
-        .update("nodegroup", nodegroup.id, vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))])
+        .update(
+            "nodegroup",
+            nodegroup.id,
+            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
+        )
         .operation(NewOperation {
-            kind: OpKind::Upgrade,
             cluster_uuid: cluster.uuid.clone(),
             nodegroup_id: Some(nodegroup.id),
             old_count: None,
             new_count: None,
-            payload: json!({"cluster_template": new_template.uuid, "max_batch_size": max_batch_size}),
+            payload: OpPayload::Upgrade {
+                cluster_template: new_template.uuid.clone(),
+                max_batch_size,
+            },
         });
     state.store.commit(batch).await?;
     state.operations.kick();

@@ -21,7 +21,7 @@ use crate::model::{
     status, Cluster, ClusterCounts, NodeGroup, RequestContext, Tenancy, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::state::AppState;
-use crate::store::operations::{AcceptResize, NewOperation, OpKind};
+use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
 use crate::store::{is_cluster_column, Bind};
 
 pub fn routes() -> Routes {
@@ -556,12 +556,11 @@ async fn create_cluster(
     };
     let nodegroups = default_nodegroups(&cluster, &template, master_count, node_count);
     let op = NewOperation {
-        kind: OpKind::CreateCluster,
         cluster_uuid: cluster.uuid.clone(),
         nodegroup_id: None,
         old_count: None,
         new_count: None,
-        payload: json!({"create_timeout": create_timeout}),
+        payload: OpPayload::CreateCluster { create_timeout },
     };
     state
         .store
@@ -735,12 +734,11 @@ async fn update_cluster(
                 )));
             }
             let op = NewOperation {
-                kind: OpKind::Resize,
                 cluster_uuid: c.uuid.clone(),
                 nodegroup_id: Some(w.id),
                 old_count: None,
                 new_count: Some(node_count),
-                payload: json!({"nodes_to_remove": []}),
+                payload: OpPayload::resize(),
             };
             let accepted = state
                 .store
@@ -788,12 +786,11 @@ async fn delete_cluster(
             ],
         )
         .operation(NewOperation {
-            kind: OpKind::DeleteCluster,
             cluster_uuid: c.uuid.clone(),
             nodegroup_id: None,
             old_count: None,
             new_count: None,
-            payload: Value::Null,
+            payload: OpPayload::DeleteCluster,
         });
     state.store.commit(batch).await?;
     state.operations.kick();

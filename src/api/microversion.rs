@@ -156,9 +156,15 @@ fn set(headers: &mut HeaderMap, name: &'static str, value: String) {
     }
 }
 
-fn range_headers(headers: &mut HeaderMap) {
+/// The range headers, the version answered (or, on a 406, the one requested) and `Vary`.
+pub fn version_headers(headers: &mut HeaderMap, version: &str) {
     set(headers, MIN_HEADER, format!("{SERVICE} {MIN}"));
     set(headers, MAX_HEADER, format!("{SERVICE} {MAX}"));
+    set(headers, HEADER, format!("{SERVICE} {version}"));
+    headers.insert(
+        axum::http::header::VARY,
+        HeaderValue::from_static("OpenStack-API-Version"),
+    );
 }
 
 pub fn accepts_json(headers: &HeaderMap) -> bool {
@@ -181,32 +187,13 @@ pub async fn negotiate_layer(mut req: Request, next: Next) -> Response {
             return ApiError::NotAcceptable(detail.to_string()).into_response()
         }
         Err(Refusal::Unsupported { requested }) => {
-            let json = accepts_json(req.headers());
-            let mut body = serde_json::json!({
-                "code": "magnum.microversion-unsupported",
-                "title": "Requested microversion is unsupported",
-                "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
-                "max_version": MAX.to_string(),
-                "min_version": MIN.to_string(),
-            });
-            if json {
-                body["description"] = unsupported_description(requested).into();
+            let description =
+                accepts_json(req.headers()).then(|| unsupported_description(requested));
+            return ApiError::MicroversionUnsupported {
+                requested: requested.to_string(),
+                description,
             }
-            let mut resp = (
-                axum::http::StatusCode::NOT_ACCEPTABLE,
-                axum::Json(serde_json::json!({"errors": [body]})),
-            )
-                .into_response();
-            // Magnum sets the range headers before the check, and echoes the requested
-            // version.
-            let h = resp.headers_mut();
-            range_headers(h);
-            set(h, HEADER, format!("{SERVICE} {requested}"));
-            h.insert(
-                axum::http::header::VARY,
-                HeaderValue::from_static("OpenStack-API-Version"),
-            );
-            return resp;
+            .into_response();
         }
     };
     req.extensions_mut().insert(version);
@@ -216,13 +203,7 @@ pub async fn negotiate_layer(mut req: Request, next: Next) -> Response {
         .get::<ErrorMarker>()
         .is_some_and(|m| m.without_version_headers);
     if !skip {
-        let h = resp.headers_mut();
-        range_headers(h);
-        set(h, HEADER, format!("{SERVICE} {version}"));
-        h.insert(
-            axum::http::header::VARY,
-            HeaderValue::from_static("OpenStack-API-Version"),
-        );
+        version_headers(resp.headers_mut(), &version.to_string());
     }
     resp
 }

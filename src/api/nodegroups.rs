@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy, ROLE_MASTER};
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
-use crate::store::operations::{Batch, NewOperation, OpKind};
+use crate::store::operations::{Batch, NewOperation, OpPayload};
 use crate::store::{is_nodegroup_column, Bind};
 
 const MIN_VERSION: Version = Version::new(1, 9);
@@ -605,12 +605,11 @@ async fn create_nodegroup(
             vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
         )
         .operation(NewOperation {
-            kind: OpKind::CreateNodeGroup,
             cluster_uuid: cluster.uuid.clone(),
             nodegroup_id: None,
             old_count: None,
             new_count: Some(ng.node_count),
-            payload: Value::Null,
+            payload: OpPayload::CreateNodeGroup,
         });
     state.store.commit(batch).await.map_err(|e| match &e {
         sqlx::Error::Database(d) if d.is_unique_violation() => ApiError::NodeGroupAlreadyExists {
@@ -686,12 +685,11 @@ async fn update_nodegroup(
         let batch = Batch::default()
             .update("nodegroup", ng.id, changes)
             .operation(NewOperation {
-                kind: OpKind::UpdateNodeGroup,
                 cluster_uuid: cluster.uuid.clone(),
                 nodegroup_id: Some(ng.id),
                 old_count: None,
                 new_count: None,
-                payload: Value::Null,
+                payload: OpPayload::UpdateNodeGroup,
             });
         state.store.commit(batch).await?;
         state.operations.kick();
@@ -736,12 +734,11 @@ async fn delete_nodegroup(
             vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
         )
         .operation(NewOperation {
-            kind: OpKind::DeleteNodeGroup,
             cluster_uuid: cluster.uuid.clone(),
             nodegroup_id: Some(ng.id),
             old_count: None,
             new_count: None,
-            payload: Value::Null,
+            payload: OpPayload::DeleteNodeGroup,
         });
     state.store.commit(batch).await?;
     state.operations.kick();

@@ -3,12 +3,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::drivers::{CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::state::AppState;
-use crate::store::operations::{OpKind, Operation};
+use crate::store::operations::{OpKind, OpPayload, Operation};
 
 /// What the driver needs, loaded fresh.
 pub struct Subject {
@@ -24,45 +22,52 @@ pub struct Subject {
     pub nodegroups: Vec<NodeGroup>,
 }
 
+/// Why an operation's subject could not be loaded; the text is the failure's reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("Cluster {0} could not be found.")]
+    ClusterGone(String),
+    #[error("ClusterTemplate {0} could not be found.")]
+    TemplateGone(String),
+    /// The template names no driver this service has (the registry's text).
+    #[error("{0}")]
+    NoDriver(String),
+    #[error("Nodegroup {0} could not be found.")]
+    NodeGroupGone(i64),
+}
+
 pub async fn load(
     state: &AppState,
     op: &Operation,
-) -> Result<Result<Subject, String>, sqlx::Error> {
+) -> Result<Result<Subject, LoadError>, sqlx::Error> {
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
-        return Ok(Err(format!(
-            "Cluster {} could not be found.",
-            op.cluster_uuid
-        )));
+        return Ok(Err(LoadError::ClusterGone(op.cluster_uuid.clone())));
     };
     // Only a cluster create hands the template itself to the driver.
     let template = match &cluster.cluster_template_id {
-        Some(t) if op.kind == OpKind::CreateCluster => state.store.template_by_uuid(t).await?,
+        Some(t) if op.kind() == OpKind::CreateCluster => state.store.template_by_uuid(t).await?,
         Some(t) => state.store.template_for_driver(t).await?,
         None => None,
     };
     let Some(template) = template else {
-        return Ok(Err(format!(
-            "ClusterTemplate {} could not be found.",
-            cluster.cluster_template_id.clone().unwrap_or_default()
+        return Ok(Err(LoadError::TemplateGone(
+            cluster.cluster_template_id.clone().unwrap_or_default(),
         )));
     };
     let driver = match state.drivers.for_template(&template) {
         Ok(d) => d,
-        Err(e) => return Ok(Err(e.to_string())),
+        Err(e) => return Ok(Err(LoadError::NoDriver(e.to_string()))),
     };
     let nodegroup = match op.nodegroup_id {
         Some(id) => match state.store.nodegroup_by_id(id).await? {
             Some(ng) => Some(ng),
-            None => return Ok(Err(format!("Nodegroup {id} could not be found."))),
+            None => return Ok(Err(LoadError::NodeGroupGone(id))),
         },
         None => None,
     };
-    let upgrade_to = match op.kind {
-        OpKind::Upgrade => match op.payload.get("cluster_template").and_then(Value::as_str) {
-            Some(t) => state.store.template_by_uuid(t).await?,
-            None => None,
-        },
-        _ => None,
+    let upgrade_to = match op.payload.upgrade_template() {
+        Some(t) => state.store.template_by_uuid(t).await?,
+        None => None,
     };
     let nodegroups = state
         .store
@@ -91,50 +96,36 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
             .as_ref()
             .ok_or_else(|| DriverError::Rejected("the operation names no nodegroup".into()))
     };
-    Ok(match op.kind {
-        OpKind::CreateCluster => Done::Created(
+    Ok(match &op.payload {
+        OpPayload::CreateCluster { .. } => Done::Created(
             d.create_cluster(&s.cluster, &s.template, &s.nodegroups)
                 .await?,
         ),
-        OpKind::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
-        OpKind::Resize => {
-            let nodes_to_remove = op
-                .payload
-                .get("nodes_to_remove")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
+        OpPayload::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
+        OpPayload::Resize { nodes_to_remove } => {
             let req = ResizeRequest {
                 node_count: op.new_count.unwrap_or(1),
-                nodes_to_remove,
+                nodes_to_remove: nodes_to_remove.clone(),
             };
             Done::Progress(d.resize(&s.cluster, ng()?, &req).await?)
         }
-        OpKind::Upgrade => {
-            let max_batch = op
-                .payload
-                .get("max_batch_size")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
+        OpPayload::Upgrade {
+            cluster_template,
+            max_batch_size,
+        } => {
             // The target template may have been deleted since the upgrade was accepted.
             let target = s.upgrade_to.as_ref().ok_or_else(|| {
                 DriverError::Rejected(format!(
-                    "ClusterTemplate {} could not be found.",
-                    op.payload
-                        .get("cluster_template")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
+                    "ClusterTemplate {cluster_template} could not be found."
                 ))
             })?;
-            Done::Progress(d.upgrade(&s.cluster, target, ng()?, max_batch).await?)
+            Done::Progress(
+                d.upgrade(&s.cluster, target, ng()?, *max_batch_size)
+                    .await?,
+            )
         }
-        OpKind::CreateNodeGroup => Done::Progress(d.create_nodegroup(&s.cluster, ng()?).await?),
-        OpKind::UpdateNodeGroup => Done::Progress(d.update_nodegroup(&s.cluster, ng()?).await?),
-        OpKind::DeleteNodeGroup => Done::Progress(d.delete_nodegroup(&s.cluster, ng()?).await?),
+        OpPayload::CreateNodeGroup => Done::Progress(d.create_nodegroup(&s.cluster, ng()?).await?),
+        OpPayload::UpdateNodeGroup => Done::Progress(d.update_nodegroup(&s.cluster, ng()?).await?),
+        OpPayload::DeleteNodeGroup => Done::Progress(d.delete_nodegroup(&s.cluster, ng()?).await?),
     })
 }

@@ -8,7 +8,7 @@ use super::dispatch::{Done, Subject};
 use crate::drivers::{Progress, WaitOn};
 use crate::model::{status, NodeGroup};
 use crate::state::AppState;
-use crate::store::operations::{op_state, Batch, OpKind, Operation, Wait};
+use crate::store::operations::{Batch, OpKind, OpState, Operation, Wait};
 use crate::store::Bind;
 
 /// Whether other operations of the cluster are still open (then the cluster's own status
@@ -52,7 +52,7 @@ pub async fn after_driver(
         }
     };
     match wait {
-        None => finish(state, op, s, op_state::RUNNING).await,
+        None => finish(state, op, s, OpState::Running).await,
         Some(w) => start_waiting(state, op, s, w).await,
     }
 }
@@ -73,7 +73,7 @@ async fn start_waiting(
     if !state.store.start_waiting(op, &wait).await? {
         return Ok(());
     }
-    tracing::info!(operation = op.id, kind = op.kind.as_str(), object = %wait.object,
+    tracing::info!(operation = op.id, kind = op.kind().as_str(), object = %wait.object,
         generation = ?wait.generation, "operation waits for the backend");
     if let Some(waiting) = state
         .store
@@ -89,7 +89,7 @@ async fn start_waiting(
 
 /// The `kube_tag` label of the template an upgrade moves to.
 pub async fn kube_tag(state: &AppState, op: &Operation) -> Result<Option<String>, sqlx::Error> {
-    let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) else {
+    let Some(t) = op.payload.upgrade_template() else {
         return Ok(None);
     };
     Ok(state
@@ -109,7 +109,7 @@ pub async fn finish(
     state: &AppState,
     op: &Operation,
     s: &Subject,
-    from: &'static str,
+    from: OpState,
 ) -> Result<(), sqlx::Error> {
     let cluster_done = !others_open(state, op).await?;
     let mut batch = Batch::default();
@@ -123,7 +123,7 @@ pub async fn finish(
             ],
         )
     };
-    match op.kind {
+    match op.kind() {
         OpKind::CreateCluster => {
             let mut ch = vec![
                 ("status", Bind::text(status::CREATE_COMPLETE)),
@@ -193,7 +193,7 @@ pub async fn finish(
                 ch.push(("status_reason", Bind::Text(None)));
             }
             if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
-                if let Some(t) = op.payload.get("cluster_template").and_then(Value::as_str) {
+                if let Some(t) = op.payload.upgrade_template() {
                     ch.push(("cluster_template_id", Bind::text(t)));
                 }
                 if let Some(tag) = kube_tag(state, op).await? {
@@ -203,9 +203,9 @@ pub async fn finish(
             batch = batch.update("cluster", s.cluster.id, ch);
         }
     }
-    let batch = batch.transition(op.id, from, op_state::DONE);
+    let batch = batch.transition(op.id, from, OpState::Done);
     if state.store.commit(batch).await? {
-        tracing::info!(operation = op.id, kind = op.kind.as_str(), cluster = %op.cluster_uuid,
+        tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid,
             "operation complete");
     }
     Ok(())
@@ -215,11 +215,11 @@ pub async fn finish(
 pub async fn done_without_subject(
     state: &AppState,
     op: &Operation,
-    from: &'static str,
+    from: OpState,
 ) -> Result<(), sqlx::Error> {
     state
         .store
-        .transition_operation(op.id, from, op_state::DONE, None)
+        .transition_operation(op.id, from, OpState::Done, None)
         .await?;
     Ok(())
 }
@@ -231,10 +231,10 @@ pub async fn fail(
     op: &Operation,
     s: Option<&Subject>,
     reason: &str,
-    from: &'static str,
+    from: OpState,
 ) -> Result<(), sqlx::Error> {
     let store = &state.store;
-    let (cluster_status, ng_status) = match op.kind {
+    let (cluster_status, ng_status) = match op.kind() {
         OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
         OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
         OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
@@ -242,7 +242,7 @@ pub async fn fail(
         _ => (status::UPDATE_FAILED, status::UPDATE_FAILED),
     };
     let mut batch = Batch::default();
-    if op.kind == OpKind::Resize {
+    if op.kind() == OpKind::Resize {
         if let (Some(ng), Some(new), Some(old)) = (op.nodegroup_id, op.new_count, op.old_count) {
             batch = batch.restore_count(ng, new, old);
         }
@@ -282,7 +282,7 @@ pub async fn fail(
         batch = batch.update("cluster", cluster.id, failed(cluster_status));
         if let Some(ng) = &nodegroup {
             batch = batch.update("nodegroup", ng.id, failed(ng_status));
-        } else if op.kind == OpKind::CreateCluster {
+        } else if op.kind() == OpKind::CreateCluster {
             for ng in &nodegroups {
                 batch = batch.update("nodegroup", ng.id, failed(ng_status));
             }
@@ -290,7 +290,7 @@ pub async fn fail(
     }
     let batch = batch.transition_failed(op.id, from, reason);
     if store.commit(batch).await? {
-        tracing::warn!(operation = op.id, kind = op.kind.as_str(), %reason, "operation failed");
+        tracing::warn!(operation = op.id, kind = op.kind().as_str(), %reason, "operation failed");
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ use super::outcome;
 use crate::drivers::{Change, InFlight, NodeGroupRef, Verdict};
 use crate::model::{Cluster, NodeGroup, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::operations::{OpKind, OpState, Operation};
 use crate::store::Bind;
 use crate::telemetry::metrics;
 
@@ -142,11 +142,11 @@ fn in_flight<'a>(
     target_version: Option<&'a str>,
 ) -> InFlight<'a> {
     InFlight {
-        kind: op.kind,
+        kind: op.kind(),
         cluster: &s.cluster,
         nodegroups: &s.nodegroups,
         nodegroup: s.nodegroup.as_ref(),
-        target_count: match op.kind {
+        target_count: match op.kind() {
             OpKind::Resize => op.new_count,
             _ => s.nodegroup.as_ref().map(|n| n.node_count),
         },
@@ -189,20 +189,20 @@ fn what(ng: Option<&NodeGroup>) -> String {
 
 /// Looks at one waiting operation and writes what the backend shows.
 pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::Error> {
-    const W: &str = op_state::WAITING;
+    const W: OpState = OpState::Waiting;
     let subject = match load(state, op).await? {
         Ok(s) => s,
         // The row a delete waited to remove is gone already (another path removed it).
-        Err(_) if matches!(op.kind, OpKind::DeleteCluster | OpKind::DeleteNodeGroup) => {
+        Err(_) if matches!(op.kind(), OpKind::DeleteCluster | OpKind::DeleteNodeGroup) => {
             metrics::reconcile_write("finish");
             return outcome::done_without_subject(state, op, W).await;
         }
         Err(reason) => {
             metrics::reconcile_write("fail");
-            return outcome::fail(state, op, None, &reason, W).await;
+            return outcome::fail(state, op, None, &reason.to_string(), W).await;
         }
     };
-    let target_version = match op.kind {
+    let target_version = match op.kind() {
         OpKind::Upgrade => outcome::kube_tag(state, op).await?,
         _ => None,
     };

@@ -10,7 +10,7 @@ use super::outcome;
 use crate::drivers::DriverError;
 use crate::model::status;
 use crate::state::AppState;
-use crate::store::operations::{op_state, OpKind, Operation};
+use crate::store::operations::{OpKind, OpState, Operation};
 use crate::store::Bind;
 
 /// How often a transient driver failure is retried before the operation fails.
@@ -79,7 +79,7 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
         // state.
         let mut newest_resize: std::collections::HashMap<i64, i64> =
             std::collections::HashMap::new();
-        for op in batch.iter().filter(|o| o.kind == OpKind::Resize) {
+        for op in batch.iter().filter(|o| o.kind() == OpKind::Resize) {
             if let Some(ng) = op.nodegroup_id {
                 let newest = newest_resize.entry(ng).or_insert(op.id);
                 *newest = (*newest).max(op.id);
@@ -87,7 +87,7 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
         }
         let (superseded, to_run): (Vec<Operation>, Vec<Operation>) =
             batch.into_iter().partition(|op| {
-                op.kind == OpKind::Resize
+                op.kind() == OpKind::Resize
                     && op
                         .nodegroup_id
                         .and_then(|ng| newest_resize.get(&ng))
@@ -113,7 +113,7 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
                 let reason = format!("database error: {e}");
                 if let Err(e2) = state
                     .store
-                    .transition_operation(id, op_state::RUNNING, op_state::PENDING, Some(&reason))
+                    .transition_operation(id, OpState::Running, OpState::Pending, Some(&reason))
                     .await
                 {
                     tracing::error!(operation = id, error = %e2, "cannot requeue the operation");
@@ -133,7 +133,7 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
 }
 
 pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
-    if op.kind == OpKind::DeleteNodeGroup {
+    if op.kind() == OpKind::DeleteNodeGroup {
         if let Some(ng) = op.nodegroup_id {
             if state.store.nodegroup_by_id(ng).await?.is_none() {
                 // Already deleted (a repeated DELETE): nothing is left to do.
@@ -150,7 +150,7 @@ pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx:
                 }
                 state
                     .store
-                    .transition_operation(op.id, op_state::RUNNING, op_state::DONE, None)
+                    .transition_operation(op.id, OpState::Running, OpState::Done, None)
                     .await?;
                 return Ok(());
             }
@@ -158,9 +158,9 @@ pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx:
     }
     let subject = match load(state, &op).await? {
         Ok(s) => s,
-        Err(reason) => return outcome::fail(state, &op, None, &reason, op_state::RUNNING).await,
+        Err(e) => return outcome::fail(state, &op, None, &e.to_string(), OpState::Running).await,
     };
-    tracing::info!(operation = op.id, kind = op.kind.as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
+    tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
     let outcome = call_driver(&subject, &op).await;
     match outcome {
         Ok(done) => outcome::after_driver(state, &op, &subject, done).await,
@@ -168,19 +168,10 @@ pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx:
             tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry");
             state
                 .store
-                .transition_operation(op.id, op_state::RUNNING, op_state::PENDING, Some(&reason))
+                .transition_operation(op.id, OpState::Running, OpState::Pending, Some(&reason))
                 .await?;
             Ok(())
         }
-        Err(e) => {
-            outcome::fail(
-                state,
-                &op,
-                Some(&subject),
-                &e.to_string(),
-                op_state::RUNNING,
-            )
-            .await
-        }
+        Err(e) => outcome::fail(state, &op, Some(&subject), &e.to_string(), OpState::Running).await,
     }
 }

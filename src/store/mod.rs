@@ -9,6 +9,7 @@ mod columns;
 pub mod federations;
 pub mod migrate;
 pub mod nodegroups;
+pub mod op_payload;
 pub mod operations;
 mod page;
 pub mod pool;

@@ -2,11 +2,11 @@
 //! transaction as the state change they belong to, and handed to the driver by the
 //! operations worker. Also the transactional [`Batch`] those writes go through.
 
-use serde_json::Value;
 use sqlx::Row;
 
 use super::columns::text_at;
 use super::nodegroups::insert_nodegroup_on;
+pub use super::op_payload::OpPayload;
 use super::{bind_all, now, update_columns, Bind, Store};
 use crate::model::NodeGroup;
 
@@ -34,42 +34,57 @@ impl OpKind {
             OpKind::DeleteNodeGroup => "delete_nodegroup",
         }
     }
-
-    pub fn parse(s: &str) -> Option<OpKind> {
-        Some(match s {
-            "create_cluster" => OpKind::CreateCluster,
-            "delete_cluster" => OpKind::DeleteCluster,
-            "resize" => OpKind::Resize,
-            "upgrade" => OpKind::Upgrade,
-            "create_nodegroup" => OpKind::CreateNodeGroup,
-            "update_nodegroup" => OpKind::UpdateNodeGroup,
-            "delete_nodegroup" => OpKind::DeleteNodeGroup,
-            _ => return None,
-        })
-    }
 }
 
-pub mod op_state {
-    pub const PENDING: &str = "pending";
-    pub const RUNNING: &str = "running";
+/// Where an operation is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpState {
+    Pending,
+    Running,
     /// Handed to the driver, which started it; ends when the backend's status says so, or
     /// at its deadline (what it waits for is in the operation's `wait_*` columns).
-    pub const WAITING: &str = "waiting";
-    pub const DONE: &str = "done";
-    pub const FAILED: &str = "failed";
+    Waiting,
+    Done,
+    Failed,
     /// A later operation on the same nodegroup replaced this one before it ran.
-    pub const SUPERSEDED: &str = "superseded";
+    Superseded,
+}
+
+impl OpState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpState::Pending => "pending",
+            OpState::Running => "running",
+            OpState::Waiting => "waiting",
+            OpState::Done => "done",
+            OpState::Failed => "failed",
+            OpState::Superseded => "superseded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OpState> {
+        [
+            OpState::Pending,
+            OpState::Running,
+            OpState::Waiting,
+            OpState::Done,
+            OpState::Failed,
+            OpState::Superseded,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == s)
+    }
 }
 
 /// An operation to record.
 #[derive(Clone, Debug)]
 pub struct NewOperation {
-    pub kind: OpKind,
     pub cluster_uuid: String,
     pub nodegroup_id: Option<i64>,
     pub old_count: Option<i64>,
     pub new_count: Option<i64>,
-    pub payload: Value,
+    /// What to do (its kind) and the facts it needs.
+    pub payload: OpPayload,
 }
 
 /// A resize to accept ([`Store::accept_resize`]).
@@ -115,13 +130,12 @@ fn parse_stored_time(s: &str) -> Option<chrono::NaiveDateTime> {
 #[derive(Clone, Debug)]
 pub struct Operation {
     pub id: i64,
-    pub kind: OpKind,
     pub cluster_uuid: String,
     pub nodegroup_id: Option<i64>,
     pub old_count: Option<i64>,
     pub new_count: Option<i64>,
-    pub payload: Value,
-    pub state: String,
+    pub payload: OpPayload,
+    pub state: OpState,
     pub attempts: i64,
     /// While waiting: the object and generation the driver's change produced.
     pub wait_object: Option<String>,
@@ -131,6 +145,12 @@ pub struct Operation {
     pub started_at: Option<String>,
     pub deadline_at: Option<String>,
     pub progress: Option<String>,
+}
+
+impl Operation {
+    pub fn kind(&self) -> OpKind {
+        self.payload.kind()
+    }
 }
 
 /// What an operation handed to the driver waits for, written when it starts waiting.
@@ -170,8 +190,8 @@ enum Step {
     /// operation is no longer in the `from` state.
     Transition {
         id: i64,
-        from: &'static str,
-        to: &'static str,
+        from: OpState,
+        to: OpState,
         error: Option<String>,
     },
     RestoreCount {
@@ -204,7 +224,7 @@ impl Batch {
         self
     }
 
-    pub fn transition(mut self, id: i64, from: &'static str, to: &'static str) -> Self {
+    pub fn transition(mut self, id: i64, from: OpState, to: OpState) -> Self {
         self.steps.push(Step::Transition {
             id,
             from,
@@ -215,11 +235,11 @@ impl Batch {
     }
 
     /// A transition that records why (a failure's reason).
-    pub fn transition_failed(mut self, id: i64, from: &'static str, reason: &str) -> Self {
+    pub fn transition_failed(mut self, id: i64, from: OpState, reason: &str) -> Self {
         self.steps.push(Step::Transition {
             id,
             from,
-            to: op_state::FAILED,
+            to: OpState::Failed,
             error: Some(reason.to_string()),
         });
         self
@@ -265,13 +285,13 @@ pub(crate) async fn insert_operation(
     op: &NewOperation,
 ) -> Result<(), sqlx::Error> {
     let binds = vec![
-        Bind::text(op.kind.as_str()),
+        Bind::text(op.payload.kind().as_str()),
         Bind::text(&op.cluster_uuid),
         Bind::Int(op.nodegroup_id),
         Bind::Int(op.old_count),
         Bind::Int(op.new_count),
-        Bind::Text(Some(op.payload.to_string())),
-        Bind::text(op_state::PENDING),
+        Bind::Text(Some(op.payload.to_stored())),
+        Bind::text(OpState::Pending.as_str()),
         Bind::text(now()),
     ];
     bind_all(sqlx::query(OP_INSERT), &binds)
@@ -286,16 +306,18 @@ fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error>
     let payload = text_at(row, "payload")?;
     Ok(Operation {
         id: row.try_get("id")?,
-        kind: OpKind::parse(&kind)
-            .ok_or_else(|| sqlx::Error::Decode(format!("unknown operation kind {kind}").into()))?,
         cluster_uuid: row.try_get("cluster_uuid")?,
         nodegroup_id: row.try_get("nodegroup_id")?,
         old_count: row.try_get("old_count")?,
         new_count: row.try_get("new_count")?,
-        payload: payload
-            .and_then(|p| serde_json::from_str(&p).ok())
-            .unwrap_or(Value::Null),
-        state: row.try_get("state")?,
+        payload: OpPayload::from_stored(&kind, payload.as_deref())
+            .map_err(|e| sqlx::Error::Decode(e.into()))?,
+        state: {
+            let state: String = row.try_get("state")?;
+            OpState::parse(&state).ok_or_else(|| {
+                sqlx::Error::Decode(format!("unknown operation state {state}").into())
+            })?
+        },
         attempts: row.try_get("attempts")?,
         wait_object: row.try_get("wait_object")?,
         wait_generation: row.try_get("wait_generation")?,
@@ -308,20 +330,20 @@ fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error>
 async fn transition_on(
     conn: &mut sqlx::AnyConnection,
     id: i64,
-    from: &str,
-    to: &str,
+    from: OpState,
+    to: OpState,
     error: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
     let r = sqlx::query(
         "UPDATE magnum_rs_operation SET state = ?, last_error = ?, attempts = attempts + ?, \
          updated_at = ? WHERE id = ? AND state = ?",
     )
-    .bind(to.to_string())
+    .bind(to.as_str())
     .bind(error.map(str::to_string))
-    .bind(i64::from(to == op_state::RUNNING))
+    .bind(i64::from(to == OpState::Running))
     .bind(now())
     .bind(id)
-    .bind(from.to_string())
+    .bind(from.as_str())
     .execute(conn)
     .await?;
     Ok(r.rows_affected() == 1)
@@ -523,12 +545,12 @@ impl Store {
     /// oldest (for the metrics).
     pub async fn open_operations(&self) -> Result<Vec<QueueState>, sqlx::Error> {
         let mut out = Vec::new();
-        for state in [op_state::PENDING, op_state::RUNNING, op_state::WAITING] {
+        for state in [OpState::Pending, OpState::Running, OpState::Waiting] {
             let row = sqlx::query(
                 "SELECT COUNT(*) AS n, CAST(MIN(created_at) AS CHAR) AS oldest \
                  FROM magnum_rs_operation WHERE state = ?",
             )
-            .bind(state)
+            .bind(state.as_str())
             .fetch_one(&mut self.conn().await?)
             .await?;
             let count: i64 = row.try_get("n")?;
@@ -543,7 +565,7 @@ impl Store {
                 })
                 .unwrap_or_default();
             out.push(QueueState {
-                state,
+                state: state.as_str(),
                 count,
                 oldest_age,
             });
@@ -557,7 +579,7 @@ impl Store {
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? ORDER BY id LIMIT ?"
         );
         let rows = sqlx::query(&sql)
-            .bind(op_state::PENDING)
+            .bind(OpState::Pending.as_str())
             .bind(limit)
             .fetch_all(&mut self.conn().await?)
             .await?;
@@ -589,9 +611,9 @@ impl Store {
             "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? AND state IN (?, ?, ?) AND id <> ? LIMIT 1",
         )
         .bind(cluster_uuid.to_string())
-        .bind(op_state::PENDING)
-        .bind(op_state::RUNNING)
-        .bind(op_state::WAITING)
+        .bind(OpState::Pending.as_str())
+        .bind(OpState::Running.as_str())
+        .bind(OpState::Waiting.as_str())
         .bind(except)
         .fetch_optional(&mut self.conn().await?)
         .await?;
@@ -619,16 +641,16 @@ impl Store {
                  WHERE state = ? AND id IN ({marks})"
             );
             let mut q = sqlx::query(&sql)
-                .bind(op_state::SUPERSEDED)
+                .bind(OpState::Superseded.as_str())
                 .bind(now())
-                .bind(op_state::PENDING);
+                .bind(OpState::Pending.as_str());
             for id in supersede {
                 q = q.bind(*id);
             }
             claim.superseded = q.execute(&mut *tx).await?.rows_affected();
         }
         for id in run {
-            if transition_on(&mut tx, *id, op_state::PENDING, op_state::RUNNING, None).await? {
+            if transition_on(&mut tx, *id, OpState::Pending, OpState::Running, None).await? {
                 claim.running.push(*id);
             }
         }
@@ -641,8 +663,8 @@ impl Store {
     pub async fn transition_operation(
         &self,
         id: i64,
-        from: &str,
-        to: &str,
+        from: OpState,
+        to: OpState,
         error: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
         let mut conn = self.conn().await?;
@@ -661,10 +683,10 @@ impl Store {
             "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
              WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
         )
-        .bind(op_state::SUPERSEDED)
+        .bind(OpState::Superseded.as_str())
         .bind(now())
         .bind(nodegroup_id)
-        .bind(op_state::PENDING)
+        .bind(OpState::Pending.as_str())
         .bind(latest)
         .execute(&mut self.conn().await?)
         .await?;
@@ -683,7 +705,7 @@ impl Store {
              started_at = ?, deadline_at = ?, progress = NULL, progress_at = ?, updated_at = ? \
              WHERE id = ? AND state = ?",
         )
-        .bind(op_state::WAITING)
+        .bind(OpState::Waiting.as_str())
         .bind(wait.object.clone())
         .bind(wait.generation)
         .bind(at.clone())
@@ -691,21 +713,21 @@ impl Store {
         .bind(at.clone())
         .bind(at.clone())
         .bind(op.id)
-        .bind(op_state::RUNNING)
+        .bind(OpState::Running.as_str())
         .execute(&mut *tx)
         .await?
         .rows_affected()
             == 1;
-        if moved && op.kind == OpKind::Resize {
+        if moved && op.kind() == OpKind::Resize {
             if let Some(ng) = op.nodegroup_id {
                 sqlx::query(
                     "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
                      WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
                 )
-                .bind(op_state::SUPERSEDED)
+                .bind(OpState::Superseded.as_str())
                 .bind(at)
                 .bind(ng)
-                .bind(op_state::WAITING)
+                .bind(OpState::Waiting.as_str())
                 .bind(op.id)
                 .execute(&mut *tx)
                 .await?;
@@ -729,7 +751,7 @@ impl Store {
         let sql = format!(
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ?{filter} ORDER BY id"
         );
-        let mut q = sqlx::query(&sql).bind(op_state::WAITING);
+        let mut q = sqlx::query(&sql).bind(OpState::Waiting.as_str());
         if let Some(c) = cluster_uuid {
             q = q.bind(c.to_string());
         }
@@ -744,7 +766,7 @@ impl Store {
              ORDER BY id"
         );
         let rows = sqlx::query(&sql)
-            .bind(op_state::WAITING)
+            .bind(OpState::Waiting.as_str())
             .bind(now())
             .fetch_all(&mut self.conn().await?)
             .await?;
@@ -768,7 +790,7 @@ impl Store {
         .bind(from_now(deadline_seconds))
         .bind(at)
         .bind(id)
-        .bind(op_state::WAITING)
+        .bind(OpState::Waiting.as_str())
         .execute(&mut self.conn().await?)
         .await?;
         Ok(r.rows_affected() == 1)
@@ -803,8 +825,8 @@ impl Store {
     /// operations stay waiting: the reconciler ends them from the backend's status.
     pub async fn requeue_running(&self) -> Result<u64, sqlx::Error> {
         let r = sqlx::query("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
-            .bind(op_state::PENDING)
-            .bind(op_state::RUNNING)
+            .bind(OpState::Pending.as_str())
+            .bind(OpState::Running.as_str())
             .execute(&mut self.conn().await?)
             .await?;
         Ok(r.rows_affected())
