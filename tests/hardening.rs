@@ -75,7 +75,7 @@ async fn cluster_count(app: &common::TestApp) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn thirty_two_concurrent_creates_all_answer_well_before_the_pool_timeout_each_with_one_row() {
+async fn thirty_two_concurrent_creates_all_answer_within_two_seconds_each_with_one_row() {
     let mut config = Config::default();
     config.quotas.max_clusters_per_project = 100;
     let app = common::spawn_app_with(config, None).await;
@@ -91,13 +91,14 @@ async fn thirty_two_concurrent_creates_all_answer_well_before_the_pool_timeout_e
     }))
     .await;
     let elapsed = started.elapsed();
+    eprintln!("32 concurrent creates answered in {elapsed:?}");
     for r in &replies {
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     }
-    // A connection waiting on a second one shows as the pool's 30 s acquire timeout; a
-    // slow machine takes a few seconds at most.
+    // A connection waiting on a second one shows as the pool's 30 s acquire timeout. Seen:
+    // 0.24-0.37 s with the whole binary running beside a cargo build (SQLite and MariaDB).
     assert!(
-        elapsed < Duration::from_secs(15),
+        elapsed < Duration::from_secs(2),
         "32 creates took {elapsed:?}: the pool waits on itself"
     );
     let listed = app.get("/v1/clusters", &As::member()).await;
