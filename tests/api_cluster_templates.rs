@@ -59,18 +59,6 @@ fn full_keys() -> BTreeSet<String> {
     FIELDS.iter().map(|s| s.to_string()).collect()
 }
 
-fn assert_error(r: &Reply, status: StatusCode, detail: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    let title = detail.split('.').next().unwrap_or_default();
-    assert_eq!(
-        r.body,
-        json!({"errors": [{
-            "request_id": "", "code": "client", "status": status.as_u16(),
-            "title": title, "detail": detail, "links": [],
-        }]})
-    );
-}
-
 fn names(body: &Value) -> Vec<String> {
     body["clustertemplates"]
         .as_array()
@@ -164,7 +152,7 @@ async fn template_create_with_a_malformed_uuid_is_400_invalid_uuid() {
     let mut body = minimal("t1");
     body["uuid"] = json!("notauuid");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Expected a uuid but received notauuid.",
@@ -196,7 +184,7 @@ async fn template_body_validation_texts() {
             json!({"name": "t", "coe": "kubernetes"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute image_id. Value: 'None'. Mandatory field missing.",
@@ -209,7 +197,7 @@ async fn template_body_validation_texts() {
             json!({"name": "t", "image_id": "img"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Requested COE type Unset is not supported.",
@@ -218,7 +206,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["server_type"] = json!("pc");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute server_type. Value: 'pc'. Value should be one of: vm, bm",
@@ -226,7 +214,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["coe"] = json!("swarm");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute coe. Value: 'swarm'. Value should be one of: kubernetes",
@@ -234,7 +222,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["apiserver_port"] = json!(80);
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute apiserver_port. Value: '80'. Value should be greater or equal to 1024",
@@ -242,7 +230,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["network_driver"] = json!("weave");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Network driver type weave is not supported, expecting a flannel/calico/cilium/unspecified network driver.",
@@ -250,7 +238,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["volume_driver"] = json!("rexray");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Volume driver type rexray is not supported, expecting a cinder/unspecified volume driver.",
@@ -258,7 +246,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["foo"] = json!("bar");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Unknown attribute for argument cluster_template: foo",
@@ -266,7 +254,7 @@ async fn template_body_validation_texts() {
     let mut body = minimal("t");
     body["project_id"] = json!("p");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute project_id. Value: 'p'. Cannot set read only field.",
@@ -281,7 +269,7 @@ async fn unknown_driver_name_is_400_cluster_driver_not_supported() {
     let mut body = minimal("t");
     body["driver"] = json!("x");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Cluster driver (x) not supported.",
@@ -294,7 +282,7 @@ async fn unknown_distro_is_400_cluster_type_not_supported() {
     let mut body = minimal("t");
     body["cluster_distro"] = json!("foo");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Cluster type (vm, foo, kubernetes) not supported.",
@@ -302,7 +290,7 @@ async fn unknown_distro_is_400_cluster_type_not_supported() {
     let mut body = minimal("t");
     body["server_type"] = json!("bm");
     let r = app.post("/v1/clustertemplates", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Cluster type (bm, ubuntu, kubernetes) not supported.",
@@ -341,7 +329,7 @@ async fn reader_cannot_create_a_template_403() {
     let r = app
         .post("/v1/clustertemplates", &As::reader(), minimal("t"))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow clustertemplate:create to be performed.",
@@ -358,7 +346,7 @@ async fn public_or_hidden_flag_needs_admin_403() {
         let r = app
             .post("/v1/clustertemplates", &As::member(), body.clone())
             .await;
-        assert_error(&r, StatusCode::FORBIDDEN, text);
+        assert_envelope(&r, StatusCode::FORBIDDEN, text);
         body["name"] = json!(format!("admin-{flag}"));
         let r = app.post("/v1/clustertemplates", &As::admin(), body).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
@@ -372,7 +360,7 @@ async fn public_or_hidden_flag_needs_admin_403() {
             json!([{"op": "replace", "path": "/public", "value": "True"}]),
         )
         .await;
-    assert_error(&r, StatusCode::FORBIDDEN, text);
+    assert_envelope(&r, StatusCode::FORBIDDEN, text);
     let r = app.get("/v1/clustertemplates/mine", &As::member()).await;
     assert_eq!(r.body["public"], false);
 }
@@ -387,7 +375,7 @@ async fn patch_with_a_json_boolean_publishes_for_admins_only() {
     let r = app
         .patch("/v1/clustertemplates/mine", &As::member(), publish.clone())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Not authorized to set public or hidden flag for cluster template.",
@@ -399,7 +387,7 @@ async fn patch_with_a_json_boolean_publishes_for_admins_only() {
             json!([{"path": "/name", "value": true, "op": "replace"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute name. Value: 'True'. Value should be string",
@@ -478,7 +466,7 @@ async fn template_list_paginates_with_next_links() {
     let r = app
         .get("/v1/clustertemplates?sort_key=nothere", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "The sort_key value \"nothere\" is an invalid field for sorting",
@@ -503,7 +491,7 @@ async fn template_is_shown_by_name_or_uuid_and_missing_is_404() {
     assert_eq!(by_name.body, by_uuid.body);
     assert_eq!(by_name.body, t);
     let r = app.get("/v1/clustertemplates/nope", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "ClusterTemplate nope could not be found.",
@@ -516,7 +504,7 @@ async fn ambiguous_template_name_is_409() {
     app.template("dup", "ubuntu", &As::member()).await;
     app.template("dup", "ubuntu", &As::member()).await;
     let r = app.get("/v1/clustertemplates/dup", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "Multiple ClusterTemplates exist with same name. Please use the ClusterTemplate uuid instead.",
@@ -531,7 +519,7 @@ async fn template_of_another_project_is_404_and_not_listed() {
     let r = app
         .get(&format!("/v1/clustertemplates/{uuid}"), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("ClusterTemplate {uuid} could not be found."),
@@ -545,7 +533,7 @@ async fn template_of_another_project_is_404_and_not_listed() {
             json!([{"op": "replace", "path": "/name", "value": "mine"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("ClusterTemplate {uuid} could not be found."),
@@ -582,7 +570,7 @@ async fn public_template_is_visible_to_every_project_but_hidden_one_only_to_admi
             &As::member(),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("ClusterTemplate {hidden_uuid} could not be found."),
@@ -652,7 +640,7 @@ async fn template_non_removable_attributes_cannot_be_removed() {
                 json!([{"op": "remove", "path": path}]),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("'{path}' is a mandatory attribute and can not be removed"),
@@ -681,7 +669,7 @@ async fn template_internal_attributes_cannot_be_patched() {
                 json!([{"op": "replace", "path": path, "value": "x"}]),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("'{path}' is an internal attribute and can not be updated"),
@@ -700,13 +688,13 @@ async fn reader_cannot_patch_or_delete_a_template() {
             json!([{"op": "replace", "path": "/name", "value": "x"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow clustertemplate:update to be performed.",
     );
     let r = app.delete("/v1/clustertemplates/capi", &As::reader()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow clustertemplate:delete to be performed.",
@@ -727,7 +715,7 @@ async fn referenced_template_may_only_be_renamed_or_published() {
             json!([{"op": "replace", "path": "/flavor_id", "value": "m1.xlarge"}]),
         )
         .await;
-    assert_error(&r, StatusCode::BAD_REQUEST, &text);
+    assert_envelope(&r, StatusCode::BAD_REQUEST, &text);
     let r = app
         .patch(
             "/v1/clustertemplates/capi",
@@ -738,7 +726,7 @@ async fn referenced_template_may_only_be_renamed_or_published() {
             ]),
         )
         .await;
-    assert_error(&r, StatusCode::BAD_REQUEST, &text);
+    assert_envelope(&r, StatusCode::BAD_REQUEST, &text);
     let r = app.get("/v1/clustertemplates/capi", &As::member()).await;
     assert_eq!(r.body["flavor_id"], "m1.medium");
     assert_eq!(r.body["tags"], Value::Null);
@@ -782,7 +770,7 @@ async fn template_delete_is_204_and_then_gone() {
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(r.body, Value::Null);
     let r = app.get("/v1/clustertemplates/capi", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "ClusterTemplate capi could not be found.",
@@ -797,11 +785,11 @@ async fn deleting_a_referenced_template_is_400_naming_its_uuid() {
     app.cluster("k8s", "capi", 1, 1, &As::member()).await;
     let text = format!("ClusterTemplate {uuid} is referenced by one or multiple clusters.");
     let r = app.delete("/v1/clustertemplates/capi", &As::member()).await;
-    assert_error(&r, StatusCode::BAD_REQUEST, &text);
+    assert_envelope(&r, StatusCode::BAD_REQUEST, &text);
     let r = app
         .delete(&format!("/v1/clustertemplates/{uuid}"), &As::member())
         .await;
-    assert_error(&r, StatusCode::BAD_REQUEST, &text);
+    assert_envelope(&r, StatusCode::BAD_REQUEST, &text);
     // Once the cluster is gone the template can go.
     let r = app.delete("/v1/clusters/k8s", &As::member()).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);

@@ -72,28 +72,6 @@ fn detail_keys(id_key: &str) -> BTreeSet<String> {
     k
 }
 
-/// Magnum's WSME error envelope: `title` is the detail up to the first `.`.
-fn assert_error(r: &Reply, status: StatusCode, detail: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    let title = detail.split('.').next().unwrap_or_default();
-    let code = if status.is_server_error() {
-        "server"
-    } else {
-        "client"
-    };
-    assert_eq!(
-        r.body,
-        json!({"errors": [{
-            "request_id": "", "code": code, "status": status.as_u16(),
-            "title": title, "detail": detail, "links": [],
-        }]})
-    );
-    assert!(
-        r.headers.get("openstack-api-version").is_some(),
-        "controller errors carry the version headers"
-    );
-}
-
 fn names(body: &Value, key: &str) -> Vec<String> {
     body[key]
         .as_array()
@@ -398,20 +376,20 @@ async fn missing_cluster_is_404_echoing_the_identifier() {
     let app = spawn_app().await;
     app.standard_fixture().await;
     let r = app.get("/v1/clusters/nothere", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
     );
     let u = "a1a1a1a1-0000-4000-8000-0000000000ff";
     let r = app.get(&format!("/v1/clusters/{u}"), &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {u} could not be found."),
     );
     let r = app.delete("/v1/clusters/nothere", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -423,7 +401,7 @@ async fn missing_cluster_is_404_echoing_the_identifier() {
             json!([{"op": "replace", "path": "/node_count", "value": 3}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -440,7 +418,7 @@ async fn uuid_like_identifier_is_looked_up_only_by_uuid_never_as_a_name() {
     let r = app
         .get(&format!("/v1/clusters/{name}"), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {name} could not be found."),
@@ -456,7 +434,7 @@ async fn uuid_like_identifier_is_looked_up_only_by_uuid_never_as_a_name() {
     let r = app
         .get(&format!("/v1/clusters/{braced}"), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {braced} could not be found."),
@@ -471,7 +449,7 @@ async fn ambiguous_cluster_name_is_409_multiple_clusters() {
     app.cluster("dup", "capi", 1, 1, &As::member()).await;
     let text = "Multiple clusters exist with same name. Please use the cluster uuid instead.";
     let r = app.get("/v1/clusters/dup", &As::member()).await;
-    assert_error(&r, StatusCode::CONFLICT, text);
+    assert_envelope(&r, StatusCode::CONFLICT, text);
     let r = app
         .patch(
             "/v1/clusters/dup",
@@ -479,9 +457,9 @@ async fn ambiguous_cluster_name_is_409_multiple_clusters() {
             json!([{"op": "replace", "path": "/node_count", "value": 2}]),
         )
         .await;
-    assert_error(&r, StatusCode::CONFLICT, text);
+    assert_envelope(&r, StatusCode::CONFLICT, text);
     let r = app.delete("/v1/clusters/dup", &As::member()).await;
-    assert_error(&r, StatusCode::CONFLICT, text);
+    assert_envelope(&r, StatusCode::CONFLICT, text);
     // The uuid still works.
     let r = app.get(&format!("/v1/clusters/{a}"), &As::member()).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -507,9 +485,9 @@ async fn cluster_of_another_project_is_404_not_403() {
     let r = app
         .get(&format!("/v1/clusters/{}", f.foreign), &As::member())
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app.get("/v1/clusters/foreign", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster foreign could not be found.",
@@ -521,11 +499,11 @@ async fn cluster_of_another_project_is_404_not_403() {
             json!([{"op": "replace", "path": "/node_count", "value": 2}]),
         )
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app
         .delete(&format!("/v1/clusters/{}", f.foreign), &As::member())
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
 
     let mine = app.get("/v1/clusters", &As::member()).await;
     assert_eq!(names(&mine.body, "clusters"), vec!["k8s", "legacy"]);
@@ -558,13 +536,13 @@ async fn all_tenants_query_argument_is_400_unknown_argument_even_for_admin() {
     let app = spawn_app().await;
     for who in [As::member(), As::admin()] {
         let r = app.get("/v1/clusters?all_tenants=1", &who).await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             "Unknown argument: \"all_tenants\"",
         );
         let r = app.get("/v1/clusters/detail?project_id=x", &who).await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             "Unknown argument: \"project_id\"",
@@ -581,7 +559,7 @@ async fn member_role_alone_cannot_list_clusters() {
         ..As::member()
     };
     let r = app.get("/v1/clusters", &who).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow cluster:get_all to be performed.",
@@ -601,7 +579,7 @@ async fn reader_cannot_create_a_cluster_403() {
     let r = app
         .post("/v1/clusters", &As::reader(), create_body("capi"))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow cluster:create to be performed.",
@@ -729,7 +707,7 @@ async fn create_without_cluster_template_id_is_400_mandatory_field_missing() {
     let r = app
         .post("/v1/clusters", &As::member(), json!({"name": "x"}))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute cluster_template_id. Value: 'None'. Mandatory field missing.",
@@ -748,7 +726,7 @@ async fn create_with_a_name_not_matching_the_pattern_is_400() {
                 json!({"name": bad, "cluster_template_id": "capi"}),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!(
@@ -763,7 +741,7 @@ async fn create_with_a_name_not_matching_the_pattern_is_400() {
             json!({"name": "", "cluster_template_id": "capi"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute name. Value: ''. Value should have a minimum character requirement of 1",
@@ -775,7 +753,7 @@ async fn create_with_a_name_not_matching_the_pattern_is_400() {
             json!({"name": "ok", "cluster_template_id": "capi", "node_count": -1}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute node_count. Value: '-1'. Value should be greater or equal to 0",
@@ -787,7 +765,7 @@ async fn create_with_a_name_not_matching_the_pattern_is_400() {
             json!({"name": "ok", "cluster_template_id": "capi", "master_count": 0}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute master_count. Value: '0'. Value should be greater or equal to 1",
@@ -828,7 +806,7 @@ async fn create_attribute_types_are_checked_like_wsme() {
     ];
     for (body, text) in cases {
         let r = app.post("/v1/clusters", &As::member(), body).await;
-        assert_error(&r, StatusCode::BAD_REQUEST, text);
+        assert_envelope(&r, StatusCode::BAD_REQUEST, text);
     }
     let r = app.get("/v1/clusters", &As::member()).await;
     assert_eq!(r.body, json!({"clusters": []}));
@@ -851,7 +829,7 @@ async fn boolean_attributes_use_strict_bool_from_string() {
                 json!({"cluster_template_id": "capi", "master_lb_enabled": value}),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("Unrecognized value '{shown}', {acceptable}"),
@@ -891,7 +869,7 @@ async fn even_master_count_is_400_before_policy_even_for_a_reader() {
         let mut body = create_body(template);
         body["master_count"] = json!(2);
         let r = app.post("/v1/clusters", &who, body).await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             "master nodegroup size of 2 is invalid, size cannot be an even number.",
@@ -901,7 +879,7 @@ async fn even_master_count_is_400_before_policy_even_for_a_reader() {
     let mut body = create_body("capi");
     body["master_count"] = json!(3);
     let r = app.post("/v1/clusters", &As::reader(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow cluster:create to be performed.",
@@ -923,7 +901,7 @@ async fn master_count_above_1_needs_master_lb_enabled() {
     let mut body = create_body("nolb");
     body["master_count"] = json!(3);
     let r = app.post("/v1/clusters", &As::member(), body.clone()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "master_count must be 1 when master_lb_enabled is False",
@@ -941,7 +919,7 @@ async fn unknown_template_is_404_from_1_10_and_400_below() {
     let r = app
         .post("/v1/clusters", &As::member(), create_body("nope"))
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, text);
     for v in ["1.10", "1.14"] {
         let r = app
             .send(
@@ -952,7 +930,7 @@ async fn unknown_template_is_404_from_1_10_and_400_below() {
                 Some(&create_body("nope").to_string()),
             )
             .await;
-        assert_error(&r, StatusCode::NOT_FOUND, text);
+        assert_envelope(&r, StatusCode::NOT_FOUND, text);
     }
     for v in [None, Some(at("1.9"))] {
         let r = app
@@ -964,7 +942,7 @@ async fn unknown_template_is_404_from_1_10_and_400_below() {
                 Some(&create_body("nope").to_string()),
             )
             .await;
-        assert_error(&r, StatusCode::BAD_REQUEST, text);
+        assert_envelope(&r, StatusCode::BAD_REQUEST, text);
     }
 }
 
@@ -975,7 +953,7 @@ async fn template_of_another_project_is_not_found_for_create() {
     let r = app
         .post("/v1/clusters", &As::member(), create_body("capi-other"))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "ClusterTemplate capi-other could not be found.",
@@ -997,7 +975,7 @@ async fn zero_node_count_is_refused_on_create_below_1_10() {
             Some(&body.to_string()),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Resizing a nodegroup to zero is not supported in the provided microversion.",
@@ -1016,7 +994,7 @@ async fn unknown_attribute_in_a_cluster_body_is_400() {
     let mut body = create_body("capi");
     body["foo"] = json!(1);
     let r = app.post("/v1/clusters", &As::member(), body).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Unknown attribute for argument cluster: foo",
@@ -1036,7 +1014,7 @@ async fn read_only_attribute_in_a_cluster_body_is_400() {
         let mut body = create_body("capi");
         body[field] = value;
         let r = app.post("/v1/clusters", &As::member(), body).await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!(
@@ -1058,7 +1036,7 @@ async fn malformed_or_missing_cluster_body_is_400() {
             Some("{"),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Request is not in valid JSON format",
@@ -1072,7 +1050,7 @@ async fn malformed_or_missing_cluster_body_is_400() {
             Some(""),
         )
         .await;
-    assert_error(&r, StatusCode::BAD_REQUEST, "Missing argument: \"cluster\"");
+    assert_envelope(&r, StatusCode::BAD_REQUEST, "Missing argument: \"cluster\"");
 }
 
 #[tokio::test]
@@ -1092,7 +1070,7 @@ async fn the_21st_cluster_of_a_project_exceeds_the_quota_403() {
     let r = app
         .post("/v1/clusters", &As::member(), create_body("capi"))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Resource limit exceeded: You have reached the maximum clusters per project, 20. You may delete a cluster to make room for a new one.",
@@ -1153,7 +1131,7 @@ async fn patch_name_is_400_cannot_change_cluster_property() {
             json!([{"op": "replace", "path": "/name", "value": "renamed"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "cannot change cluster property(ies) name.",
@@ -1165,7 +1143,7 @@ async fn patch_name_is_400_cannot_change_cluster_property() {
             json!([{"op": "replace", "path": "/master_count", "value": 3}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "cannot change cluster property(ies) master_count.",
@@ -1193,7 +1171,7 @@ async fn patch_internal_attributes_is_400() {
                 json!([{"op": "replace", "path": path, "value": "x"}]),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("'{path}' is an internal attribute and can not be updated"),
@@ -1206,7 +1184,7 @@ async fn patch_internal_attributes_is_400() {
             json!([{"op": "remove", "path": "/cluster_template_id"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "'/cluster_template_id' is a mandatory attribute and can not be removed",
@@ -1227,7 +1205,7 @@ async fn patch_rollback_query_argument_exists_from_1_3() {
             Some(&body),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Unknown argument: \"rollback\"",
@@ -1241,7 +1219,7 @@ async fn patch_rollback_query_argument_exists_from_1_3() {
             Some(&body),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute rollback. Value: 'maybe'. unable to convert to boolean. Error: Unrecognized value 'maybe', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'",
@@ -1268,7 +1246,7 @@ async fn patch_and_delete_look_the_cluster_up_before_the_policy_check() {
     let app = spawn_app().await;
     app.standard_fixture().await;
     let r = app.delete("/v1/clusters/nothere", &As::reader()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -1280,7 +1258,7 @@ async fn patch_and_delete_look_the_cluster_up_before_the_policy_check() {
             json!([{"op": "replace", "path": "/node_count", "value": 3}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -1293,7 +1271,7 @@ async fn patch_and_delete_look_the_cluster_up_before_the_policy_check() {
             json!([{"op": "replace", "path": "/uuid", "value": "x"}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "'/uuid' is an internal attribute and can not be updated",
@@ -1331,13 +1309,13 @@ async fn reader_cannot_patch_or_delete_a_cluster() {
             json!([{"op": "replace", "path": "/node_count", "value": 3}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow cluster:update to be performed.",
     );
     let r = app.delete("/v1/clusters/k8s", &As::reader()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow cluster:delete to be performed.",
@@ -1361,7 +1339,7 @@ async fn delete_is_204_then_the_cluster_is_gone_after_the_operation() {
     assert_eq!(r.body["status"], "DELETE_IN_PROGRESS");
     app.run_operations().await;
     let r = app.get("/v1/clusters/k8s", &As::member()).await;
-    assert_error(&r, StatusCode::NOT_FOUND, "Cluster k8s could not be found.");
+    assert_envelope(&r, StatusCode::NOT_FOUND, "Cluster k8s could not be found.");
     assert!(nodegroup_rows(&app, &f.k8s).await.is_empty());
     let r = app.get("/v1/clusters", &As::member()).await;
     assert_eq!(names(&r.body, "clusters"), vec!["legacy"]);
@@ -1374,7 +1352,7 @@ async fn detail_under_a_cluster_is_404_with_the_unformatted_resource_text() {
     let r = app
         .get(&format!("/v1/clusters/{}/detail", f.k8s), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "The %(name)s resource %(id)s could not be found.",
@@ -1387,7 +1365,7 @@ async fn detail_under_a_cluster_name_is_400_for_the_marker() {
     let app = spawn_app().await;
     app.standard_fixture().await;
     let r = app.get("/v1/clusters/k8s/detail", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute marker. Value: 'k8s'. unable to convert to uuid. \
@@ -1589,10 +1567,10 @@ async fn limit_must_be_a_positive_integer() {
     let app = spawn_app().await;
     for q in ["limit=0", "limit=-1"] {
         let r = app.get(&format!("/v1/clusters?{q}"), &As::member()).await;
-        assert_error(&r, StatusCode::BAD_REQUEST, "Limit must be positive");
+        assert_envelope(&r, StatusCode::BAD_REQUEST, "Limit must be positive");
     }
     let r = app.get("/v1/clusters?limit=abc", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute limit. Value: 'abc'. unable to convert to int. Error: invalid literal for int() with base 10: 'abc'",
@@ -1603,7 +1581,7 @@ async fn limit_must_be_a_positive_integer() {
 async fn invalid_sort_direction_is_400() {
     let app = spawn_app().await;
     let r = app.get("/v1/clusters?sort_dir=up", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'",
@@ -1618,7 +1596,7 @@ async fn sort_key_node_count_is_not_a_column_400() {
         let r = app
             .get(&format!("/v1/clusters?sort_key={k}"), &As::member())
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("The sort_key value \"{k}\" is an invalid field for sorting"),
@@ -1631,7 +1609,7 @@ async fn marker_must_be_a_uuid_and_visible() {
     let app = spawn_app().await;
     let f = app.standard_fixture().await;
     let r = app.get("/v1/clusters?marker=notauuid", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute marker. Value: 'notauuid'. unable to convert to uuid. Error: Expected a uuid but received notauuid.",
@@ -1640,7 +1618,7 @@ async fn marker_must_be_a_uuid_and_visible() {
     let r = app
         .get(&format!("/v1/clusters?marker={u}"), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {u} could not be found."),
@@ -1648,7 +1626,7 @@ async fn marker_must_be_a_uuid_and_visible() {
     let r = app
         .get(&format!("/v1/clusters?marker={}", f.foreign), &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {} could not be found.", f.foreign),
@@ -1925,7 +1903,7 @@ async fn member_posts_collection_deletes_and_unknown_actions_answer_as_magnum() 
     app.standard_fixture().await;
     // pecan passes the path segment as the body argument; WSME cannot build the type.
     let r = app.post("/v1/clusters/k8s", &As::member(), json!({})).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute cluster. Value: 'k8s'. unable to convert to Cluster. \
@@ -1934,7 +1912,7 @@ async fn member_posts_collection_deletes_and_unknown_actions_answer_as_magnum() 
     let r = app
         .post("/v1/clustertemplates/capi", &As::member(), json!({}))
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute cluster_template. Value: 'capi'. unable to convert \
@@ -1942,7 +1920,7 @@ async fn member_posts_collection_deletes_and_unknown_actions_answer_as_magnum() 
          2 were given",
     );
     let r = app.delete("/v1/clustertemplates", &As::member()).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Missing argument: \"cluster_template_ident\"",

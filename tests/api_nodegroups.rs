@@ -90,19 +90,6 @@ fn keys(v: &Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-fn assert_error(r: &Reply, status: StatusCode, detail: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    let title = detail.split('.').next().unwrap_or_default();
-    assert_eq!(
-        r.body,
-        json!({"errors": [{
-            "request_id": "", "code": "client", "status": status.as_u16(),
-            "title": title, "detail": detail, "links": [],
-        }]})
-    );
-    assert!(r.headers.get("openstack-api-version").is_some());
-}
-
 fn ng_names(body: &Value) -> Vec<String> {
     body["nodegroups"]
         .as_array()
@@ -333,7 +320,7 @@ async fn nodegroup_is_found_by_id_uuid_or_name_within_its_cluster() {
             &As::member(),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Nodegroup {id} could not be found."),
@@ -344,7 +331,7 @@ async fn nodegroup_is_found_by_id_uuid_or_name_within_its_cluster() {
             &As::member(),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Nodegroup {uuid} could not be found."),
@@ -352,7 +339,7 @@ async fn nodegroup_is_found_by_id_uuid_or_name_within_its_cluster() {
     let r = app
         .get("/v1/clusters/k8s/nodegroups/nothere", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Nodegroup nothere could not be found.",
@@ -366,7 +353,7 @@ async fn nodegroups_detail_is_a_nodegroup_named_detail_404() {
     let r = app
         .get("/v1/clusters/k8s/nodegroups/detail", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Nodegroup detail could not be found.",
@@ -442,14 +429,14 @@ async fn nodegroup_list_refuses_bad_paging_arguments() {
     let r = app
         .get("/v1/clusters/k8s/nodegroups?limit=0", &As::member())
         .await;
-    assert_error(&r, StatusCode::BAD_REQUEST, "Limit must be positive");
+    assert_envelope(&r, StatusCode::BAD_REQUEST, "Limit must be positive");
     let r = app
         .get(
             "/v1/clusters/k8s/nodegroups?marker=default-worker",
             &As::member(),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute marker. Value: 'default-worker'. unable to convert to uuid. Error: Expected a uuid but received default-worker.",
@@ -457,7 +444,7 @@ async fn nodegroup_list_refuses_bad_paging_arguments() {
     let r = app
         .get("/v1/clusters/k8s/nodegroups?sort_key=foo", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "The sort_key value \"foo\" is an invalid field for sorting",
@@ -465,7 +452,7 @@ async fn nodegroup_list_refuses_bad_paging_arguments() {
     let r = app
         .get("/v1/clusters/k8s/nodegroups?all_tenants=1", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Unknown argument: \"all_tenants\"",
@@ -479,13 +466,13 @@ async fn nodegroups_of_another_projects_cluster_are_404() {
     let text = format!("Cluster {} could not be found.", f.foreign);
     let base = format!("/v1/clusters/{}/nodegroups", f.foreign);
     let r = app.get(&base, &As::member()).await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app
         .get(&format!("{base}/default-worker"), &As::member())
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app.post(&base, &As::member(), json!({"name": "n"})).await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app
         .patch(
             &format!("{base}/default-worker"),
@@ -493,15 +480,15 @@ async fn nodegroups_of_another_projects_cluster_are_404() {
             replace("/max_node_count", json!(5)),
         )
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app
         .delete(&format!("{base}/default-worker"), &As::member())
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, &text);
+    assert_envelope(&r, StatusCode::NOT_FOUND, &text);
     let r = app
         .get("/v1/clusters/nothere/nodegroups", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -521,7 +508,7 @@ async fn admin_reads_nodegroups_of_any_project_but_creates_only_in_its_own() {
         .await;
     assert_eq!(r.status, StatusCode::OK);
     let r = app.post(&base, &As::admin(), json!({"name": "n"})).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         &format!("Cluster {} could not be found.", f.foreign),
@@ -623,7 +610,7 @@ async fn duplicate_nodegroup_name_is_409_naming_the_cluster() {
                 json!({"name": "default-worker"}),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::CONFLICT,
             "A node group with name default-worker already exists in the cluster k8s.",
@@ -645,7 +632,7 @@ async fn master_role_is_400_but_only_after_the_count_checks() {
             json!({"name": "m", "role": "master"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Creating master nodegroups is currently not supported.",
@@ -657,7 +644,7 @@ async fn master_role_is_400_but_only_after_the_count_checks() {
             json!({"name": "m", "role": "master", "min_node_count": 3}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "min_node_count for m is invalid (min_node_count (3) should be less or equal to node_count (1)).",
@@ -669,7 +656,7 @@ async fn master_role_is_400_but_only_after_the_count_checks() {
             json!({"name": "m", "role": "master", "node_labels": {"a": "b"}}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "node_labels for m is invalid (node_labels may not be set on master nodegroups).",
@@ -706,7 +693,7 @@ async fn count_validation_409_texts_in_magnums_order() {
         let r = app
             .post("/v1/clusters/k8s/nodegroups", &As::member(), body.clone())
             .await;
-        assert_error(&r, StatusCode::CONFLICT, text);
+        assert_envelope(&r, StatusCode::CONFLICT, text);
     }
     // max_node_count 0 means "no maximum".
     let r = app
@@ -751,7 +738,7 @@ async fn cluster_without_api_address_is_409_before_the_name_check() {
                 json!({"name": name}),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::CONFLICT,
             "Cluster API address is not available yet",
@@ -771,7 +758,7 @@ async fn create_nodegroup_without_a_name_is_400_not_magnums_500() {
             json!({"node_count": 1}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute name. Value: 'None'. Mandatory field missing.",
@@ -789,42 +776,42 @@ async fn create_nodegroup_body_validation() {
                 .await
         }
     };
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "foo": 1})).await,
         StatusCode::BAD_REQUEST,
         "Unknown attribute for argument nodegroup: foo",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "stack_id": "s"})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute stack_id. Value: 's'. Cannot set read only field.",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "node_count": -1})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute node_count. Value: '-1'. Value should be greater or equal to 0",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "uuid": "nope"})).await,
         StatusCode::BAD_REQUEST,
         "Expected a uuid but received nope.",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "node_labels": {"a": 1}})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute node_labels. Value: '{'a': 1}'. Wrong type. Expected '<class 'str'>', got '<class 'int'>'",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "node_labels": "a=b"})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute nodegroup. Value: '{'name': 'n', 'node_labels': 'a=b'}'. Value not a valid dict: a=b",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "node_taints": "k:NoSchedule"})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute nodegroup. Value: '{'name': 'n', 'node_taints': 'k:NoSchedule'}'. Value not a valid list: k:NoSchedule",
     );
-    assert_error(
+    assert_envelope(
         &post(json!({"name": "n", "flavor_id": 5})).await,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute flavor_id. Value: '5'. Value should be string",
@@ -843,7 +830,7 @@ async fn reader_cannot_create_update_or_delete_nodegroups() {
             json!({"name": "n"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:create to be performed.",
@@ -855,7 +842,7 @@ async fn reader_cannot_create_update_or_delete_nodegroups() {
             replace("/max_node_count", json!(5)),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:update to be performed.",
@@ -863,7 +850,7 @@ async fn reader_cannot_create_update_or_delete_nodegroups() {
     let r = app
         .delete("/v1/clusters/k8s/nodegroups/extra", &As::reader())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:delete to be performed.",
@@ -884,7 +871,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
     let r = app
         .delete("/v1/clusters/nothere/nodegroups/x", &As::reader())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:delete to be performed.",
@@ -896,7 +883,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
             json!({"name": "n"}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:create to be performed.",
@@ -906,7 +893,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
         ..As::member()
     };
     let r = app.get("/v1/clusters/nothere/nodegroups", &who).await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:get_all to be performed.",
@@ -919,7 +906,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
             json!({"name": "n", "node_count": -1}),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute node_count. Value: '-1'. Value should be greater or equal to 0",
@@ -932,7 +919,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
             replace("/max_node_count", json!(5)),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Cluster nothere could not be found.",
@@ -944,7 +931,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
             replace("/max_node_count", json!(5)),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::FORBIDDEN,
         "Policy doesn't allow nodegroup:update to be performed.",
@@ -956,7 +943,7 @@ async fn nodegroup_checks_run_in_magnums_order() {
             replace("/max_node_count", json!(5)),
         )
         .await;
-    assert_error(&r, StatusCode::NOT_FOUND, "Nodegroup x could not be found.");
+    assert_envelope(&r, StatusCode::NOT_FOUND, "Nodegroup x could not be found.");
 }
 
 // --- PATCH --------------------------------------------------------------------------------
@@ -994,7 +981,7 @@ async fn patch_min_max_is_202_with_the_object_and_persisted() {
             json!([{"op": "replace", "path": "/max_node_count", "value": null}]),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "'add' and 'replace' operations needs value",
@@ -1025,7 +1012,7 @@ async fn patch_min_max_is_validated_like_create() {
             replace("/min_node_count", json!(3)),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "min_node_count for default-worker is invalid (min_node_count (3) should be less or equal to node_count (2)).",
@@ -1037,7 +1024,7 @@ async fn patch_min_max_is_validated_like_create() {
             replace("/max_node_count", json!(1)),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "max_node_count for default-worker is invalid (node_count (2) should be less or equal to max_node_count (1)).",
@@ -1049,7 +1036,7 @@ async fn patch_min_max_is_validated_like_create() {
             replace("/max_node_count", json!("5")),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute max_node_count. Value: '5'. '<' not supported between instances of 'str' and 'int'",
@@ -1080,7 +1067,7 @@ async fn patch_node_count_is_400_internal_attribute() {
                 replace(path, json!(5)),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             &format!("'{path}' is an internal attribute and can not be updated"),
@@ -1103,7 +1090,7 @@ async fn patch_with_a_json_object_value_is_400_wrong_type() {
             replace("/node_labels", json!({"a": "b"})),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Invalid input for field/attribute value. Value: '{'a': 'b'}'. Wrong type. Expected '(<class 'str'>, <class 'int'>)', got '<class 'dict'>'",
@@ -1207,7 +1194,7 @@ async fn restricted_kubernetes_io_label_is_409() {
                 json!({"name": "n", "node_labels": {key: "x"}}),
             )
             .await;
-        assert_error(&r, StatusCode::CONFLICT, &text("n", key));
+        assert_envelope(&r, StatusCode::CONFLICT, &text("n", key));
     }
     let r = app
         .patch(
@@ -1216,7 +1203,7 @@ async fn restricted_kubernetes_io_label_is_409() {
             replace("/node_labels", json!("{'kubernetes.io/foo': 'x'}")),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         &text("default-worker", "kubernetes.io/foo"),
@@ -1253,7 +1240,7 @@ async fn taint_entries_are_validated_409() {
                 replace("/node_taints", json!(value)),
             )
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::CONFLICT,
             &format!("node_taints for default-worker is invalid ({expl})."),
@@ -1269,7 +1256,7 @@ async fn taint_entries_are_validated_409() {
             ),
         )
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::CONFLICT,
         "node_taints for default-master is invalid (node_taints may not be set on master nodegroups).",
@@ -1290,7 +1277,7 @@ async fn deleting_a_default_nodegroup_is_400() {
         let r = app
             .delete(&format!("/v1/clusters/k8s/nodegroups/{ng}"), &As::member())
             .await;
-        assert_error(
+        assert_envelope(
             &r,
             StatusCode::BAD_REQUEST,
             "Deleting a default nodegroup is not supported.",
@@ -1320,7 +1307,7 @@ async fn deleting_a_non_default_nodegroup_is_204_and_it_is_gone_after_the_operat
     let r = app
         .get("/v1/clusters/k8s/nodegroups/extra", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::NOT_FOUND,
         "Nodegroup extra could not be found.",
@@ -1337,7 +1324,7 @@ async fn delete_on_the_nodegroup_collection_is_400_missing_argument() {
     let r = app
         .delete("/v1/clusters/k8s/nodegroups", &As::member())
         .await;
-    assert_error(
+    assert_envelope(
         &r,
         StatusCode::BAD_REQUEST,
         "Missing argument: \"nodegroup_id\"",

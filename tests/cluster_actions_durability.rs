@@ -14,12 +14,12 @@
 mod common;
 
 use std::fs::File;
-use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::raw_http::send;
 use serde_json::{json, Value};
 
 const PROJECT: &str = common::PROJECT;
@@ -28,7 +28,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(50);
 
 // ---------------------------------------------------------------------------------------
-// A minimal HTTP/1.1 client (one request per connection).
+// Requests (common::raw_http, one per connection).
 // ---------------------------------------------------------------------------------------
 
 struct Response {
@@ -42,70 +42,29 @@ fn request(
     path: &str,
     body: Option<&Value>,
 ) -> std::io::Result<Response> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(30)))?;
-    let payload = body.map(Value::to_string).unwrap_or_default();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\
-         Connection: close\r\nX-Project-Id: {PROJECT}\r\nX-User-Id: u-demo\r\n\
-         X-Roles: reader,member\r\nOpenStack-API-Version: container-infra latest\r\n"
-    );
-    if body.is_some() {
-        head.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            payload.len()
-        ));
+    let mut headers = vec![
+        ("Accept", "application/json"),
+        ("X-Project-Id", PROJECT),
+        ("X-User-Id", "u-demo"),
+        ("X-Roles", "reader,member"),
+        ("OpenStack-API-Version", "container-infra latest"),
+    ];
+    let payload = body.map(Value::to_string);
+    if payload.is_some() {
+        headers.push(("Content-Type", "application/json"));
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(payload.as_bytes())?;
-    stream.flush()?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    parse_response(&raw).ok_or_else(|| {
-        std::io::Error::other(format!(
-            "unparsable response: {}",
-            String::from_utf8_lossy(&raw)
-        ))
+    let r = send(
+        &addr.to_string(),
+        method,
+        path,
+        &headers,
+        payload.as_deref(),
+        Duration::from_secs(30),
+    )?;
+    Ok(Response {
+        status: r.status,
+        body: r.json(),
     })
-}
-
-fn parse_response(raw: &[u8]) -> Option<Response> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..split]).ok()?;
-    let mut body = raw[split + 4..].to_vec();
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
-    let chunked = lines.any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.starts_with("transfer-encoding:") && l.contains("chunked")
-    });
-    if chunked {
-        body = dechunk(&body)?;
-    }
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
-    };
-    Some(Response { status, body })
-}
-
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let eol = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_line = std::str::from_utf8(&data[..eol]).ok()?;
-        let size = usize::from_str_radix(size_line.split(';').next()?.trim(), 16).ok()?;
-        data = &data[eol + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
-    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,25 +12,13 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use common::{As, Reply, LATEST};
+use common::{assert_envelope, As, Reply, LATEST};
 use http_body_util::BodyExt as _;
 use magnum_rs::config::Config;
 use magnum_rs::model::status;
 use magnum_rs::store::operations::{AcceptResize, NewOperation, OpPayload, ResizeRefused};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
-
-/// The error envelope with one error of `status` whose detail is `detail`.
-fn assert_envelope(r: &Reply, status: StatusCode, detail: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    assert_eq!(
-        r.body["errors"][0]["status"],
-        json!(status.as_u16()),
-        "{}",
-        r.body
-    );
-    assert_eq!(r.detail(), detail, "{}", r.body);
-}
 
 /// A request with a body of a given `Content-Type` (or none), as a browser or curl sends it.
 async fn send_raw(

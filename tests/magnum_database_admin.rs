@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::raw_http::{send, JSON_LATEST};
 use common::server::Server;
 use serde_json::{json, Value};
 
@@ -31,35 +30,28 @@ fn call(
     project: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let hostport = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    let mut s = TcpStream::connect(&hostport).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let payload = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nAccept: application/json\r\n\
-         OpenStack-API-Version: container-infra latest\r\nX-Project-Id: {project}\r\n\
-         X-User-Id: u-demo\r\nX-Roles: {roles}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-        payload.len()
+    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
+    let payload = body.map(Value::to_string);
+    let mut headers = JSON_LATEST.to_vec();
+    headers.extend([
+        ("X-Project-Id", project),
+        ("X-User-Id", "u-demo"),
+        ("X-Roles", roles),
+        ("Content-Type", "application/json"),
+    ]);
+    let r = send(
+        hostport,
+        method,
+        path,
+        &headers,
+        Some(payload.as_deref().unwrap_or_default()),
+        Duration::from_secs(60),
     )
-    .expect("write");
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).expect("read");
-    let code = buf
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    (code, serde_json::from_str(body).unwrap_or(Value::Null))
+    .unwrap_or_else(|e| panic!("{method} {base}{path}: {e}"));
+    (
+        r.status,
+        serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+    )
 }
 
 /// Replaces the host of every link so that two servers compare equal.

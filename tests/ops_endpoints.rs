@@ -9,37 +9,26 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::raw_http::send;
 use common::server::{http, http_get, Server};
 use serde_json::Value;
 
 /// A GET with extra headers; returns status, the response headers (lower-cased) and body.
 fn get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n{extra}\
-         Connection: close\r\n\r\n"
+    let mut all = vec![("Accept", "application/json")];
+    all.extend_from_slice(headers);
+    let r = send(
+        &format!("127.0.0.1:{port}"),
+        "GET",
+        path,
+        &all,
+        None,
+        Duration::from_secs(10),
     )
-    .expect("write");
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).expect("read");
-    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, head.to_ascii_lowercase(), body.to_string())
+    .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    (r.status, r.head.clone(), r.text())
 }
 
 fn sample(metrics: &str, series: &str) -> Option<f64> {

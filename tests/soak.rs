@@ -12,12 +12,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::raw_http::{send_json, JSON_LATEST};
 use common::server::{free_port, Server};
 use magnum_rs::store::Store;
 use serde_json::{json, Value};
@@ -30,25 +29,19 @@ fn soak_time(mysql: bool) -> Duration {
 
 /// One request; `None` when no answer came (the server was down or died during it).
 fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let payload = body.map(|b| b.to_string()).unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
-         OpenStack-API-Version: container-infra latest\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-        payload.len()
+    let r = send_json(
+        port,
+        method,
+        path,
+        &JSON_LATEST,
+        body,
+        Duration::from_secs(30),
     )
     .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let code: u16 = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    Some((code, serde_json::from_str(body).unwrap_or(Value::Null)))
+    Some((
+        r.status,
+        serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+    ))
 }
 
 /// What a client knows it changed on one of its clusters.

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod raw_http;
 pub mod server;
 
 use axum::body::Body;
@@ -112,6 +113,29 @@ pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Value,
+}
+
+/// The reply is Magnum's WSME error envelope for `status` and `detail` (code `client` or
+/// `server`, the title cut at the first period), with the version headers controllers set.
+pub fn assert_envelope(r: &Reply, status: StatusCode, detail: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    let title = detail.split('.').next().unwrap_or_default();
+    let code = if status.is_server_error() {
+        "server"
+    } else {
+        "client"
+    };
+    assert_eq!(
+        r.body,
+        json!({"errors": [{
+            "request_id": "", "code": code, "status": status.as_u16(),
+            "title": title, "detail": detail, "links": [],
+        }]})
+    );
+    assert!(
+        r.headers.get("openstack-api-version").is_some(),
+        "controller errors carry the version headers"
+    );
 }
 
 impl Reply {

@@ -1,10 +1,11 @@
 //! The real `magnum-rs` binary on a free loopback port, for end-to-end tests.
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::raw_http::{send_json, JSON_LATEST};
 
 pub struct Server {
     pub port: u16,
@@ -98,22 +99,16 @@ impl Drop for Server {
 
 /// A bare HTTP/1.1 GET (status code and body), `None` when nothing answers.
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
-         OpenStack-API-Version: container-infra latest\r\nConnection: close\r\n\r\n"
+    let r = send_json(
+        port,
+        "GET",
+        path,
+        &JSON_LATEST,
+        None,
+        Duration::from_secs(10),
     )
     .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
+    Some((r.status, r.text()))
 }
 
 /// A bare HTTP/1.1 request without identity headers (so with noauth's default identity,
@@ -125,31 +120,17 @@ pub fn http(
     path: &str,
     body: Option<&serde_json::Value>,
 ) -> (u16, serde_json::Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let payload = body.map(|b| b.to_string()).unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
-         OpenStack-API-Version: container-infra latest\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-        payload.len()
+    let r = send_json(
+        port,
+        method,
+        path,
+        &JSON_LATEST,
+        body,
+        Duration::from_secs(30),
     )
-    .expect("write");
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).expect("read");
-    let code = buf
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
     (
-        code,
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+        r.status,
+        serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null),
     )
 }
