@@ -42,7 +42,7 @@ pub struct Config {
     /// How tokens are validated in keystone auth mode.
     pub keystone_authtoken: KeystoneAuthConfig,
     pub service: crate::mservice::ServiceConfig,
-    pub operations: crate::operations::OperationsConfig,
+    pub operations: crate::operations::handle::OperationsConfig,
     pub database: DatabaseConfig,
 }
 
@@ -166,7 +166,7 @@ impl Default for Config {
             log: Default::default(),
             keystone_authtoken: KeystoneAuthConfig::default(),
             service: crate::mservice::ServiceConfig::default(),
-            operations: crate::operations::OperationsConfig::default(),
+            operations: crate::operations::handle::OperationsConfig::default(),
             database: DatabaseConfig::default(),
         }
     }

@@ -30,7 +30,7 @@ use crate::drivers::capabilities::BaseCapabilities;
 use crate::drivers::cluster_api;
 use crate::drivers::record_only::RecordOnlyDriver;
 use crate::drivers::DriverRegistry;
-use crate::operations::OperationsHandle;
+use crate::operations::{Conductor, OperationsHandle};
 use crate::policy::Policy;
 use crate::state::AppState;
 use crate::store::Store;
@@ -44,26 +44,6 @@ pub fn app(state: AppState) -> Router {
         .with_state(state.clone())
         .fallback_service(api::router(state))
         .layer(axum::middleware::from_fn(telemetry::requests::observe))
-}
-
-/// The driver registry a configuration describes.
-pub fn build_registry(config: &Config) -> DriverRegistry {
-    let mut registry = DriverRegistry::default();
-    let d = &config.drivers;
-    if !d.disabled.contains(&d.base.name) {
-        let base = RecordOnlyDriver::new(
-            &d.base.name,
-            d.base.provides.clone(),
-            Box::new(BaseCapabilities),
-        )
-        .with_journal(d.journal.clone());
-        registry.register(Arc::new(base), &[]);
-    }
-    if !d.disabled.contains(&d.cluster_api.name) {
-        let capi = cluster_api::record_only(&d.cluster_api).with_journal(d.journal.clone());
-        registry.register(Arc::new(capi), &d.cluster_api.aliases);
-    }
-    registry
 }
 
 /// The driver registry, with the ClusterAPI driver on its management clusters when any are
@@ -111,7 +91,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 
 /// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)
 /// until `stop` turns true.
-async fn conduct(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
+async fn conduct(state: Conductor, stop: tokio::sync::watch::Receiver<bool>) {
     let watchers = operations::start_watchers(&state);
     let heartbeat = tokio::spawn(mservice::heartbeat(
         state.store.clone(),
@@ -127,7 +107,7 @@ async fn conduct(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
 
 /// Runs the conductor role: always, or only while this replica leads when a driver asks
 /// for leader election.
-async fn conductor(state: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+async fn conductor(state: Conductor, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let leadership = state.drivers.drivers().iter().find_map(|d| d.leadership());
     let Some(mut leading) = leadership else {
         conduct(state, shutdown).await;
@@ -167,7 +147,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = run_worker.then(|| tokio::spawn(conductor(state.clone(), stop_rx)));
+    let worker = run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx)));
     let limits = listener::ConnectionLimits::of(&state.config.api);
     let app = app(state);
     listener::serve(listener, app, limits, async move {

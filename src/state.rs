@@ -6,18 +6,26 @@ use std::sync::Arc;
 use crate::auth::keystone::KeystoneAuth;
 use crate::config::Config;
 use crate::drivers::DriverRegistry;
-use crate::operations::OperationsHandle;
+use crate::operations::conductor::ConductorParts;
+use crate::operations::{Conductor, OperationsHandle};
 use crate::policy::Policy;
 use crate::store::Store;
 
+/// The API's state: the conductor's parts (config, store, drivers, the worker's handle, all
+/// reached through `Deref`) and what only the API uses.
 pub struct App {
-    pub config: Config,
-    pub store: Store,
+    pub conductor: Conductor,
     pub policy: Policy,
-    pub drivers: DriverRegistry,
-    pub operations: OperationsHandle,
     /// Token validation, in keystone auth mode.
     pub keystone: Option<Arc<KeystoneAuth>>,
+}
+
+impl Deref for App {
+    type Target = ConductorParts;
+
+    fn deref(&self) -> &ConductorParts {
+        &self.conductor
+    }
 }
 
 #[derive(Clone)]
@@ -40,11 +48,8 @@ impl AppState {
         operations: OperationsHandle,
     ) -> Self {
         AppState(Arc::new(App {
-            config,
-            store,
+            conductor: Conductor::new(config, store, drivers, operations),
             policy,
-            drivers,
-            operations,
             keystone: None,
         }))
     }

@@ -136,7 +136,7 @@ async fn set_bounds(app: &TestApp, ng: &Value, min: Option<i64>, max: Option<i64
         .expect("set bounds");
 }
 
-/// The record-only drivers `build_registry` makes from the default configuration, kept so a
+/// The record-only drivers `build_drivers` makes from the default configuration, kept so a
 /// test can read what each was asked to do.
 struct Recorders {
     capi: Arc<RecordOnlyDriver>,
@@ -1704,7 +1704,7 @@ async fn a_resize_whose_driver_is_gone_when_it_runs_fails_the_cluster_instead_of
         ..Config::default()
     };
     config.drivers.disabled = vec![config.drivers.cluster_api.name.clone()];
-    let registry = magnum_rs::build_registry(&config);
+    let registry = magnum_rs::build_drivers(&config).await.expect("drivers");
     let store = Store::connect(&app.db.url).await.expect("connect");
     let other = AppState::new(
         config,
@@ -1713,7 +1713,7 @@ async fn a_resize_whose_driver_is_gone_when_it_runs_fails_the_cluster_instead_of
         registry,
         OperationsHandle::default(),
     );
-    magnum_rs::operations::run_pending(&other)
+    magnum_rs::operations::run_pending(&other.conductor)
         .await
         .expect("operations");
 

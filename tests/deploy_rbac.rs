@@ -20,7 +20,7 @@ use kube::api::{
 };
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use magnum_rs::config::Config;
-use magnum_rs::drivers::cluster_api::kube_driver::KubeClusterApiDriver;
+use magnum_rs::drivers::cluster_api::driver::KubeClusterApiDriver;
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::drivers::{
     Change, DriverError, InFlight, Lifecycle, Progress, ResizeRequest, Verdict,

@@ -689,7 +689,7 @@ async fn a_database_error_mid_pass_strands_no_claimed_operation() {
     };
     // Loading an operation's subject reads the nodegroups: that read now fails.
     exec("ALTER TABLE nodegroup RENAME TO nodegroup_away").await;
-    let pass = magnum_rs::operations::run_pending(&app.state).await;
+    let pass = magnum_rs::operations::run_pending(&app.state.conductor).await;
     assert!(pass.is_err(), "the pass reports the database error");
     let open = store.open_operations().await.expect("queue");
     let running = open

@@ -33,7 +33,9 @@ async fn policy_yaml_letting_readers_resize_turns_403_into_202() {
     .expect("write");
     let policy = Policy::with_overrides_file(&file).expect("policy file");
     let store = app.state.store.clone();
-    let drivers = magnum_rs::build_registry(&app.state.config);
+    let drivers = magnum_rs::build_drivers(&app.state.config)
+        .await
+        .expect("drivers");
     let state = AppState::new(
         app.state.config.clone(),
         store,

@@ -80,7 +80,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .fallback_service(inner.map_request(normalize_path))
         .layer(middleware::from_fn_with_state(
-            state.clone(),
+            state.keystone.clone(),
             crate::auth::keystone::layer,
         ))
         .layer(middleware::from_fn_with_state(state, proxy_headers))

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::Conductor;
 use crate::drivers::{CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
-use crate::state::AppState;
 use crate::store::operations::{OpKind, OpPayload, Operation};
 
 /// What the driver needs, loaded fresh.
@@ -37,7 +37,7 @@ pub enum LoadError {
 }
 
 pub async fn load(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
 ) -> Result<Result<Subject, LoadError>, sqlx::Error> {
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {

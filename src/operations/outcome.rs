@@ -5,15 +5,15 @@
 use serde_json::Value;
 
 use super::dispatch::{Done, Subject};
+use super::Conductor;
 use crate::drivers::{Progress, WaitOn};
 use crate::model::{status, NodeGroup};
-use crate::state::AppState;
 use crate::store::operations::{Batch, OpKind, OpState, Operation, Wait};
 use crate::store::Bind;
 
 /// Whether other operations of the cluster are still open (then the cluster's own status
 /// stays in progress).
-pub async fn others_open(state: &AppState, op: &Operation) -> Result<bool, sqlx::Error> {
+pub async fn others_open(state: &Conductor, op: &Operation) -> Result<bool, sqlx::Error> {
     state
         .store
         .has_open_operations(&op.cluster_uuid, op.id)
@@ -22,7 +22,7 @@ pub async fn others_open(state: &AppState, op: &Operation) -> Result<bool, sqlx:
 
 /// Writes what the driver answered for a running operation.
 pub async fn after_driver(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
     s: &Subject,
     done: Done,
@@ -60,7 +60,7 @@ pub async fn after_driver(
 /// The operation now waits for the backend: what it waits for and its deadline are stored,
 /// and the reconciler looks at it at once (the change may already be visible).
 async fn start_waiting(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
     s: &Subject,
     w: WaitOn,
@@ -88,7 +88,7 @@ async fn start_waiting(
 }
 
 /// The `kube_tag` label of the template an upgrade moves to.
-pub async fn kube_tag(state: &AppState, op: &Operation) -> Result<Option<String>, sqlx::Error> {
+pub async fn kube_tag(state: &Conductor, op: &Operation) -> Result<Option<String>, sqlx::Error> {
     let Some(t) = op.payload.upgrade_template() else {
         return Ok(None);
     };
@@ -106,7 +106,7 @@ pub async fn kube_tag(state: &AppState, op: &Operation) -> Result<Option<String>
 
 /// `*_COMPLETE` (or the row removed, for deletes), from state `from`, in one transaction.
 pub async fn finish(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
     s: &Subject,
     from: OpState,
@@ -213,7 +213,7 @@ pub async fn finish(
 
 /// Ends an operation whose cluster or nodegroup row is already gone (a repeated delete).
 pub async fn done_without_subject(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
     from: OpState,
 ) -> Result<(), sqlx::Error> {
@@ -227,7 +227,7 @@ pub async fn done_without_subject(
 /// Magnum's conductor on a driver failure: `*_FAILED` with the reason on the cluster and
 /// the nodegroup, and for a resize the previous count back, in one transaction.
 pub async fn fail(
-    state: &AppState,
+    state: &Conductor,
     op: &Operation,
     s: Option<&Subject>,
     reason: &str,

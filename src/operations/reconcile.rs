@@ -16,9 +16,9 @@ use tokio::sync::mpsc;
 
 use super::dispatch::{load, Subject};
 use super::outcome;
+use super::Conductor;
 use crate::drivers::{Change, InFlight, NodeGroupRef, Verdict};
 use crate::model::{Cluster, NodeGroup, Tenancy};
-use crate::state::AppState;
 use crate::store::operations::{OpKind, OpState, Operation};
 use crate::store::Bind;
 use crate::telemetry::metrics;
@@ -28,7 +28,7 @@ const DEADLINE_TICK: Duration = Duration::from_secs(1);
 
 /// Starts every driver's watches and the reconciler that turns what they see into the
 /// store's state. Returns the tasks (abort them to stop).
-pub fn start_watchers(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn start_watchers(state: &Conductor) -> Vec<tokio::task::JoinHandle<()>> {
     let (tx, rx) = mpsc::unbounded_channel::<Change>();
     let mut handles = Vec::new();
     for d in state.drivers.drivers() {
@@ -43,7 +43,7 @@ pub fn start_watchers(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
     handles
 }
 
-async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
+async fn run(state: Conductor, mut rx: mpsc::UnboundedReceiver<Change>) {
     // On start (and so on each leader change): everything waiting. Until the watches have
     // listed, the driver answers Unknown and nothing is concluded; their first lists end
     // with Change::All.
@@ -90,7 +90,7 @@ async fn run(state: AppState, mut rx: mpsc::UnboundedReceiver<Change>) {
 }
 
 /// Every waiting operation, and the facts of their clusters.
-async fn reconcile_all(state: &AppState) -> Result<(), sqlx::Error> {
+async fn reconcile_all(state: &Conductor) -> Result<(), sqlx::Error> {
     let ops = state.store.waiting_operations(None).await?;
     let mut clusters = BTreeSet::new();
     for op in &ops {
@@ -105,7 +105,7 @@ async fn reconcile_all(state: &AppState) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-async fn reconcile_stacks(state: &AppState, stacks: &BTreeSet<String>) -> Result<(), sqlx::Error> {
+async fn reconcile_stacks(state: &Conductor, stacks: &BTreeSet<String>) -> Result<(), sqlx::Error> {
     for stack in stacks {
         let clusters = state
             .store
@@ -121,7 +121,7 @@ async fn reconcile_stacks(state: &AppState, stacks: &BTreeSet<String>) -> Result
     Ok(())
 }
 
-async fn reconcile_expired(state: &AppState) -> Result<(), sqlx::Error> {
+async fn reconcile_expired(state: &Conductor) -> Result<(), sqlx::Error> {
     for op in state.store.expired_operations().await? {
         reconcile_logged(state, &op).await;
     }
@@ -130,7 +130,7 @@ async fn reconcile_expired(state: &AppState) -> Result<(), sqlx::Error> {
 
 /// One operation; a database error is logged and the pass goes on with the next (the
 /// operation stays waiting and is looked at again on the next trigger).
-async fn reconcile_logged(state: &AppState, op: &Operation) {
+async fn reconcile_logged(state: &Conductor, op: &Operation) {
     if let Err(e) = reconcile_op(state, op).await {
         tracing::error!(operation = op.id, error = %e, "cannot reconcile an operation");
     }
@@ -188,7 +188,7 @@ fn what(ng: Option<&NodeGroup>) -> String {
 }
 
 /// Looks at one waiting operation and writes what the backend shows.
-pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::Error> {
+pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx::Error> {
     const W: OpState = OpState::Waiting;
     let subject = match load(state, op).await? {
         Ok(s) => s,
@@ -246,7 +246,7 @@ pub async fn reconcile_op(state: &AppState, op: &Operation) -> Result<(), sqlx::
 
 /// The controllers' message as `status_reason` while in flight (written when it changed).
 async fn show_reason(
-    state: &AppState,
+    state: &Conductor,
     s: &Subject,
     reason: Option<String>,
 ) -> Result<(), sqlx::Error> {
@@ -274,7 +274,7 @@ async fn show_reason(
 
 /// Writes what the backend shows about a cluster (`api_address`, `coe_version`,
 /// `node_addresses`) where it differs from the row.
-async fn record_facts(state: &AppState, cluster: &Cluster) -> Result<(), sqlx::Error> {
+async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::Error> {
     let Some(template_id) = &cluster.cluster_template_id else {
         return Ok(());
     };

@@ -7,9 +7,9 @@ use tokio::sync::watch;
 
 use super::dispatch::{call_driver, load};
 use super::outcome;
+use super::Conductor;
 use crate::drivers::DriverError;
 use crate::model::status;
-use crate::state::AppState;
 use crate::store::operations::{OpKind, OpState, Operation};
 use crate::store::Bind;
 
@@ -18,7 +18,7 @@ const MAX_ATTEMPTS: i64 = 5;
 
 /// Runs the worker until `shutdown` turns true. Pending work recorded by another replica or
 /// a previous process is found by the periodic pass as well.
-pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run_worker(state: Conductor, mut shutdown: watch::Receiver<bool>) {
     match state.store.requeue_running().await {
         Ok(n) if n > 0 => tracing::info!(requeued = n, "operations of a previous process requeued"),
         Ok(_) => {}
@@ -52,7 +52,7 @@ pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// Keeps `[operations] keep_finished` finished operations, on the periodic pass.
-async fn prune_history(state: &AppState) {
+async fn prune_history(state: &Conductor) {
     match state
         .store
         .prune_finished(state.config.operations.keep_finished)
@@ -68,7 +68,7 @@ async fn prune_history(state: &AppState) {
 const BATCH: i64 = 64;
 
 /// Processes pending operations until none is left; returns how many were handled.
-pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
+pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
     let mut handled = 0;
     loop {
         let batch = state.store.pending_operations(BATCH).await?;
@@ -132,7 +132,7 @@ pub async fn run_pending(state: &AppState) -> Result<usize, sqlx::Error> {
     }
 }
 
-pub(super) async fn process(state: &AppState, op: Operation) -> Result<(), sqlx::Error> {
+pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx::Error> {
     if op.kind() == OpKind::DeleteNodeGroup {
         if let Some(ng) = op.nodegroup_id {
             if state.store.nodegroup_by_id(ng).await?.is_none() {

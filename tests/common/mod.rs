@@ -157,7 +157,10 @@ pub async fn spawn_app_with(mut config: Config, registry: Option<DriverRegistry>
     config.database_url = db.url.clone();
     let store = Store::connect(&db.url).await.expect("connect");
     store.migrate().await.expect("migrate");
-    let drivers = registry.unwrap_or_else(|| magnum_rs::build_registry(&config));
+    let drivers = match registry {
+        Some(r) => r,
+        None => magnum_rs::build_drivers(&config).await.expect("drivers"),
+    };
     let state = AppState::new(
         config,
         store,
@@ -249,7 +252,7 @@ impl TestApp {
 
     /// Runs the operations worker until nothing is pending (Magnum's conductor, in-line).
     pub async fn run_operations(&self) -> usize {
-        magnum_rs::operations::run_pending(&self.state)
+        magnum_rs::operations::run_pending(&self.state.conductor)
             .await
             .expect("operations")
     }

@@ -23,7 +23,6 @@ use tokio::sync::Mutex;
 
 use crate::error::ApiError;
 use crate::model::RequestContext;
-use crate::state::AppState;
 
 pub use config::{KeystoneAuthConfig, Secret};
 
@@ -262,9 +261,14 @@ pub fn is_public_path(path: &str) -> bool {
     p == "/" || p == "/v1"
 }
 
-/// The middleware: authenticates every non-public request when keystone auth is on.
-pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let Some(auth) = state.keystone.as_ref() else {
+/// The middleware: authenticates every non-public request when keystone auth is on. Its
+/// state is its own: the token validator, or none in noauth mode.
+pub async fn layer(
+    State(keystone): State<Option<std::sync::Arc<KeystoneAuth>>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(auth) = keystone.as_ref() else {
         return next.run(req).await;
     };
     if is_public_path(req.uri().path()) {

@@ -7,7 +7,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::kube_driver::ManagementCluster;
+use super::client::ManagementCluster;
 use crate::drivers::certificates::{CertificateAuthority, SignError};
 use crate::error::ApiError;
 

@@ -261,7 +261,7 @@ pub fn start(
                         }
                     }
                     Err(e) => {
-                        super::kube_driver::count_watch_error(&e);
+                        super::client::count_watch_error(&e);
                         tracing::warn!(management_cluster = %mc, kind = %plural, error = %e,
                             "watch error; retrying");
                     }

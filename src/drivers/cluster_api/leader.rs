@@ -92,7 +92,7 @@ pub fn run(
             let leading = match try_acquire(&api, &cfg).await {
                 Ok(l) => l,
                 Err(e) => {
-                    super::kube_driver::count_kube_error("lease", &e);
+                    super::client::count_kube_error("lease", &e);
                     tracing::warn!(error = %e, lease = %cfg.name, "cannot reach the lease; not leading");
                     false
                 }

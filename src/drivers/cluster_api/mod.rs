@@ -3,11 +3,12 @@
 //! registers so templates made for it resolve here unchanged.
 //!
 //! With management clusters configured it drives Cluster API through kube-rs
-//! ([`kube_driver`]); without, it records operations only ([`RecordOnlyDriver`]).
+//! ([`driver`], its clients in [`client`]); without, it records operations only ([`RecordOnlyDriver`]).
 
 pub mod ca;
 pub mod cache;
-pub mod kube_driver;
+pub mod client;
+pub mod driver;
 pub mod leader;
 pub mod progress;
 pub mod slim;
@@ -119,9 +120,9 @@ pub async fn build(
         return Ok(Arc::new(record_only(config).with_journal(journal)));
     }
     Ok(Arc::new(
-        kube_driver::KubeClusterApiDriver::connect(config).await?,
+        driver::KubeClusterApiDriver::connect(config).await?,
     ))
 }
 
 #[cfg(test)]
-mod kube_driver_tests;
+mod driver_tests;

@@ -15,13 +15,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::cache::StackCache;
+use super::client::{self, count_kube_error, kube_error, ManagementCluster};
 use super::progress::{self, Awaited};
 use super::status;
 use super::topology::{self, Resources, TopologyDefaults};
@@ -36,17 +35,6 @@ use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// How often a worker-entry patch is retried after the list changed under it.
 const PATCH_ATTEMPTS: usize = 5;
-
-/// The User-Agent of every request to a management cluster.
-const USER_AGENT: &str = concat!("magnum-rs/", env!("CARGO_PKG_VERSION"));
-
-/// One management cluster: a name, a client, the namespace of the Cluster objects.
-#[derive(Clone)]
-pub struct ManagementCluster {
-    pub name: String,
-    pub client: kube::Client,
-    pub namespace: String,
-}
 
 pub struct KubeClusterApiDriver {
     name: String,
@@ -66,44 +54,7 @@ pub struct KubeClusterApiDriver {
 impl KubeClusterApiDriver {
     /// Builds one client per configured management cluster.
     pub async fn connect(config: &ClusterApiConfig) -> anyhow::Result<Self> {
-        let mut management = Vec::new();
-        for mc in &config.management_clusters {
-            let kube_config = match &mc.kubeconfig {
-                Some(path) => {
-                    let kc = Kubeconfig::read_from(path).map_err(|e| {
-                        anyhow::anyhow!(
-                            "management cluster {}: cannot read its kubeconfig: {e}",
-                            mc.name
-                        )
-                    })?;
-                    let opts = KubeConfigOptions {
-                        context: mc.context.clone(),
-                        cluster: None,
-                        user: None,
-                    };
-                    kube::Config::from_custom_kubeconfig(kc, &opts)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?
-                }
-                None => kube::Config::infer()
-                    .await
-                    .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?,
-            };
-            let mut kube_config = kube_config;
-            // Our requests are ours in the API server's audit log.
-            kube_config.headers.push((
-                axum::http::header::USER_AGENT,
-                axum::http::HeaderValue::from_static(USER_AGENT),
-            ));
-            let client = kube::Client::try_from(kube_config)
-                .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?;
-            management.push(ManagementCluster {
-                name: mc.name.clone(),
-                client,
-                namespace: config.namespace.clone(),
-            });
-        }
-        Ok(Self::new(config, management))
+        Ok(Self::new(config, client::connect_all(config).await?))
     }
 
     /// A driver on given clients (tests use clients of their own).
@@ -302,47 +253,8 @@ impl KubeClusterApiDriver {
     }
 }
 
-/// Maps a kube error to a Magnum outcome: unreachable or conflicting → retried; missing,
-/// invalid or forbidden → failed with the server's message.
-pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
-    count_kube_error("request", &e);
-    match e {
-        kube::Error::Api(s) if s.is_not_found() => {
-            DriverError::Rejected(format!("{what} not found in the management cluster"))
-        }
-        kube::Error::Api(s) if s.is_conflict() || s.code == 429 || s.code >= 500 => {
-            DriverError::Transient(format!("{what}: {}", s.message))
-        }
-        kube::Error::Api(s) => DriverError::Rejected(format!("{what}: {}", s.message)),
-        other => DriverError::Transient(format!("management cluster unreachable: {other}")),
-    }
-}
-
 fn generation_of(obj: &Value) -> Option<i64> {
     obj.pointer("/metadata/generation").and_then(Value::as_i64)
-}
-
-/// Counts a failed kube call in the metrics (`call`: request, watch, lease).
-pub fn count_kube_error(call: &str, e: &kube::Error) {
-    let code = match e {
-        kube::Error::Api(s) => s.code.to_string(),
-        _ => "unreachable".to_string(),
-    };
-    crate::telemetry::metrics::kube_error(call, &code);
-}
-
-pub(super) fn count_watch_error(e: &watcher::Error) {
-    match e {
-        watcher::Error::InitialListFailed(e)
-        | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => count_kube_error("watch", e),
-        watcher::Error::WatchError(s) => {
-            crate::telemetry::metrics::kube_error("watch", &s.code.to_string());
-        }
-        watcher::Error::NoResourceVersion => {
-            crate::telemetry::metrics::kube_error("watch", "invalid");
-        }
-    }
 }
 
 impl Capabilities for KubeClusterApiDriver {

@@ -7,7 +7,8 @@ use http_body_util::BodyExt as _;
 use kube::client::Body;
 use serde_json::{json, Value};
 
-use super::kube_driver::{KubeClusterApiDriver, ManagementCluster};
+use super::client::ManagementCluster;
+use super::driver::KubeClusterApiDriver;
 use crate::drivers::cluster_api::ClusterApiConfig;
 use crate::drivers::{Lifecycle, Progress, ResizeRequest};
 use crate::model::{Cluster, NodeGroup};

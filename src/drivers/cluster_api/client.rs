@@ -1,0 +1,101 @@
+//! The management clusters' clients, and how kube errors become driver outcomes and
+//! metrics. Used by the driver, its watches ([`super::cache`]), the Lease
+//! ([`super::leader`]) and the workload CA ([`super::ca`]); depends on none of them.
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher;
+
+use super::ClusterApiConfig;
+use crate::drivers::DriverError;
+
+/// The User-Agent of every request to a management cluster.
+pub const USER_AGENT: &str = concat!("magnum-rs/", env!("CARGO_PKG_VERSION"));
+
+/// One management cluster: a name, a client, the namespace of the Cluster objects.
+#[derive(Clone)]
+pub struct ManagementCluster {
+    pub name: String,
+    pub client: kube::Client,
+    pub namespace: String,
+}
+
+/// One client per configured management cluster, each sending our User-Agent.
+pub async fn connect_all(config: &ClusterApiConfig) -> anyhow::Result<Vec<ManagementCluster>> {
+    let mut management = Vec::new();
+    for mc in &config.management_clusters {
+        let kube_config = match &mc.kubeconfig {
+            Some(path) => {
+                let kc = Kubeconfig::read_from(path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "management cluster {}: cannot read its kubeconfig: {e}",
+                        mc.name
+                    )
+                })?;
+                let opts = KubeConfigOptions {
+                    context: mc.context.clone(),
+                    cluster: None,
+                    user: None,
+                };
+                kube::Config::from_custom_kubeconfig(kc, &opts)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?
+            }
+            None => kube::Config::infer()
+                .await
+                .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?,
+        };
+        let mut kube_config = kube_config;
+        // Our requests are ours in the API server's audit log.
+        kube_config.headers.push((
+            axum::http::header::USER_AGENT,
+            axum::http::HeaderValue::from_static(USER_AGENT),
+        ));
+        let client = kube::Client::try_from(kube_config)
+            .map_err(|e| anyhow::anyhow!("management cluster {}: {e}", mc.name))?;
+        management.push(ManagementCluster {
+            name: mc.name.clone(),
+            client,
+            namespace: config.namespace.clone(),
+        });
+    }
+    Ok(management)
+}
+
+/// Maps a kube error to a Magnum outcome: unreachable or conflicting → retried; missing,
+/// invalid or forbidden → failed with the server's message.
+pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
+    count_kube_error("request", &e);
+    match e {
+        kube::Error::Api(s) if s.is_not_found() => {
+            DriverError::Rejected(format!("{what} not found in the management cluster"))
+        }
+        kube::Error::Api(s) if s.is_conflict() || s.code == 429 || s.code >= 500 => {
+            DriverError::Transient(format!("{what}: {}", s.message))
+        }
+        kube::Error::Api(s) => DriverError::Rejected(format!("{what}: {}", s.message)),
+        other => DriverError::Transient(format!("management cluster unreachable: {other}")),
+    }
+}
+
+/// Counts a failed kube call in the metrics (`call`: request, watch, lease).
+pub fn count_kube_error(call: &str, e: &kube::Error) {
+    let code = match e {
+        kube::Error::Api(s) => s.code.to_string(),
+        _ => "unreachable".to_string(),
+    };
+    crate::telemetry::metrics::kube_error(call, &code);
+}
+
+pub fn count_watch_error(e: &watcher::Error) {
+    match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => count_kube_error("watch", e),
+        watcher::Error::WatchError(s) => {
+            crate::telemetry::metrics::kube_error("watch", &s.code.to_string());
+        }
+        watcher::Error::NoResourceVersion => {
+            crate::telemetry::metrics::kube_error("watch", "invalid");
+        }
+    }
+}

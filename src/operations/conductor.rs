@@ -1,0 +1,46 @@
+//! What the conductor role works with: the store, the drivers, the configuration and the
+//! worker's wake-up handle. Not the policy, nor Keystone: those belong to the API.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use super::handle::OperationsHandle;
+use crate::config::Config;
+use crate::drivers::DriverRegistry;
+use crate::store::Store;
+
+pub struct ConductorParts {
+    pub config: Config,
+    pub store: Store,
+    pub drivers: DriverRegistry,
+    pub operations: OperationsHandle,
+}
+
+/// Cheap to clone; shared by the API (which records operations and kicks the worker) and
+/// the worker, watchers and reconciler.
+#[derive(Clone)]
+pub struct Conductor(Arc<ConductorParts>);
+
+impl Conductor {
+    pub fn new(
+        config: Config,
+        store: Store,
+        drivers: DriverRegistry,
+        operations: OperationsHandle,
+    ) -> Conductor {
+        Conductor(Arc::new(ConductorParts {
+            config,
+            store,
+            drivers,
+            operations,
+        }))
+    }
+}
+
+impl Deref for Conductor {
+    type Target = ConductorParts;
+
+    fn deref(&self) -> &ConductorParts {
+        &self.0
+    }
+}
