@@ -1,5 +1,6 @@
 //! magnum-rs: the OpenStack Magnum v1 API, with drivers that decide what a cluster may do
 //! (notably resizing the Cluster API control plane).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
 pub mod auth;

@@ -1,3 +1,5 @@
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use clap::Parser;
 
 /// mimalloc: glibc's malloc was a sixth of the server's CPU on the benchmark's reads (many

@@ -207,6 +207,18 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
+    /// The connection; `conn` is `Some` from acquisition until `Drop` takes it, so a `None`
+    /// here is a bug of this module (the only `expect`s the service allows are here).
+    #[allow(clippy::expect_used)]
+    fn live(&self) -> &AnyConnection {
+        self.conn.as_ref().expect("connection present until drop")
+    }
+
+    #[allow(clippy::expect_used)]
+    fn live_mut(&mut self) -> &mut AnyConnection {
+        self.conn.as_mut().expect("connection present until drop")
+    }
+
     /// After a transaction committed (or rolled back) through raw access: the connection
     /// is reusable as is.
     pub fn mark_clean(&mut self) {
@@ -218,9 +230,11 @@ impl Conn {
         if self.last_use != LastUse::Broken {
             self.last_use = LastUse::InFlight;
         }
-        self.conn.as_mut().expect("connection present until drop")
+        self.live_mut()
     }
 
+    /// The connection and its outcome slot, borrowed apart (see [`Conn::live`]).
+    #[allow(clippy::expect_used)]
     fn parts(&mut self) -> (&mut AnyConnection, Outcome<'_>) {
         self.begin_use();
         let conn = self.conn.as_mut().expect("connection present until drop");
@@ -236,7 +250,7 @@ impl Conn {
 impl Deref for Conn {
     type Target = AnyConnection;
     fn deref(&self) -> &AnyConnection {
-        self.conn.as_ref().expect("connection present until drop")
+        self.live()
     }
 }
 
