@@ -401,6 +401,39 @@ async fn credential_rotation_is_gated_at_1_12_and_refused_by_drivers_without_cre
 }
 
 #[tokio::test]
+async fn credentials_patch_without_a_cluster_is_gated_at_1_12_then_misses_the_cluster_ident() {
+    let app = common::spawn_app().await;
+    let r = app
+        .send(
+            Method::PATCH,
+            "/v1/credentials",
+            &As::member(),
+            Some("container-infra 1.11"),
+            None,
+        )
+        .await;
+    assert_refused(
+        &r,
+        StatusCode::NOT_ACCEPTABLE,
+        "Version 1.11 was requested but the requested API patch is not supported for this version.",
+    );
+    let r = app
+        .send(
+            Method::PATCH,
+            "/v1/credentials",
+            &As::member(),
+            Some(common::LATEST),
+            None,
+        )
+        .await;
+    common::assert_envelope(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "Missing argument: \"cluster_ident\"",
+    );
+}
+
+#[tokio::test]
 async fn coe_version_is_the_templates_kube_tag_once_created_without_a_management_cluster() {
     let app = common::spawn_app().await;
     app.template("capi", "ubuntu", &As::member()).await;

@@ -18,7 +18,17 @@ use crate::model::{RequestContext, Tenancy};
 use crate::state::AppState;
 
 pub fn routes() -> Routes {
-    Routes::default().patch("/v1/credentials/{cluster_ident}", rotate_credential)
+    Routes::default()
+        .patch("/v1/credentials/{cluster_ident}", rotate_credential)
+        .patch("/v1/credentials", missing_ident)
+}
+
+/// `PATCH` on the collection: past the version gate, WSME misses the identifier argument.
+async fn missing_ident(Extension(version): Extension<Version>) -> ApiError {
+    match version.require(Version::new(1, 12), "patch") {
+        Err(refused) => refused,
+        Ok(()) => ApiError::MissingArgument("cluster_ident".into()),
+    }
 }
 
 /// `credential_conductor.ALLOWED_CLUSTER_STATES`.
