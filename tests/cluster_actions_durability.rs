@@ -55,6 +55,7 @@ fn request(
     }
     let r = send(
         &addr.to_string(),
+        &addr.to_string(),
         method,
         path,
         &headers,

@@ -41,6 +41,7 @@ fn call(
     ]);
     let r = send(
         hostport,
+        hostport,
         method,
         path,
         &headers,

@@ -21,6 +21,7 @@ fn get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String, St
     all.extend_from_slice(headers);
     let r = send(
         &format!("127.0.0.1:{port}"),
+        "127.0.0.1",
         "GET",
         path,
         &all,

@@ -37,10 +37,12 @@ pub const JSON_LATEST: [(&str, &str); 2] = [
     ("OpenStack-API-Version", "container-infra latest"),
 ];
 
-/// Sends one request to `addr` (`host:port`) and reads the whole answer. A `body` is sent
-/// with its `Content-Length` (and no `Content-Type` unless `headers` has one).
+/// Sends one request to `addr` (`host:port`) with `Host: host` and reads the whole answer
+/// (links in the answer are built from that host). A `body` is sent with its
+/// `Content-Length` (and no `Content-Type` unless `headers` has one).
 pub fn send(
     addr: &str,
+    host: &str,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
@@ -50,7 +52,7 @@ pub fn send(
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -71,7 +73,8 @@ pub fn send(
     })
 }
 
-/// [`send`] to a loopback port, with a JSON body if any (`Content-Type: application/json`).
+/// [`send`] to a loopback port (`Host: 127.0.0.1`), with a JSON body if any
+/// (`Content-Type: application/json`).
 pub fn send_json(
     port: u16,
     method: &str,
@@ -87,6 +90,7 @@ pub fn send_json(
     }
     send(
         &format!("127.0.0.1:{port}"),
+        "127.0.0.1",
         method,
         path,
         &all,
