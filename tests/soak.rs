@@ -16,8 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::raw_http::{send_json, JSON_LATEST};
-use common::server::{free_port, Server};
+use common::server::{free_port, try_http as call, Server};
 use magnum_rs::store::Store;
 use serde_json::{json, Value};
 
@@ -25,23 +24,6 @@ const CLIENTS: usize = 16;
 
 fn soak_time(mysql: bool) -> Duration {
     Duration::from_secs(if mysql { 120 } else { 60 })
-}
-
-/// One request; `None` when no answer came (the server was down or died during it).
-fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-    let r = send_json(
-        port,
-        method,
-        path,
-        &JSON_LATEST,
-        body,
-        Duration::from_secs(30),
-    )
-    .ok()?;
-    Some((
-        r.status,
-        serde_json::from_slice(&r.body).unwrap_or(Value::Null),
-    ))
 }
 
 /// What a client knows it changed on one of its clusters.

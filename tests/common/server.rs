@@ -112,14 +112,14 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 }
 
 /// A bare HTTP/1.1 request without identity headers (so with noauth's default identity,
-/// the same one the `openstack --os-auth-type none` CLI gets); returns the status code and
-/// the body as JSON (`Null` when empty).
-pub fn http(
+/// the same one the `openstack --os-auth-type none` CLI gets); the status code and the body as
+/// JSON (`Null` when empty), or `None` when no answer came (the server down or dying).
+pub fn try_http(
     port: u16,
     method: &str,
     path: &str,
     body: Option<&serde_json::Value>,
-) -> (u16, serde_json::Value) {
+) -> Option<(u16, serde_json::Value)> {
     let r = send_json(
         port,
         method,
@@ -128,9 +128,19 @@ pub fn http(
         body,
         Duration::from_secs(30),
     )
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    (
+    .ok()?;
+    Some((
         r.status,
         serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null),
-    )
+    ))
+}
+
+/// [`try_http`] to a server that must answer.
+pub fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    try_http(port, method, path, body).unwrap_or_else(|| panic!("{method} {path}: no answer"))
 }
