@@ -6,6 +6,7 @@
 pub mod capabilities;
 pub mod certificates;
 pub mod cluster_api;
+mod error;
 pub mod record_only;
 pub mod registry;
 
@@ -18,18 +19,8 @@ use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::store::operations::OpKind;
 
 pub use capabilities::{BaseCapabilities, Capabilities};
+pub use error::{DriverError, Reason};
 pub use registry::{DriverRegistry, Triple};
-
-/// A lifecycle failure; its text becomes the `status_reason` Magnum shows.
-#[derive(Debug, thiserror::Error)]
-pub enum DriverError {
-    /// The request cannot be carried out (e.g. rejected by the backend); not retried.
-    #[error("{0}")]
-    Rejected(String),
-    /// A transient failure (backend unreachable, conflict): the worker retries it.
-    #[error("{0}")]
-    Transient(String),
-}
 
 /// A resize handed to the driver.
 #[derive(Clone, Debug)]

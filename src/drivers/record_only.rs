@@ -90,7 +90,7 @@ impl RecordOnlyDriver {
                 .open(path)
                 .and_then(|mut f| writeln!(f, "{line}"));
             if let Err(e) = written {
-                return Err(DriverError::Transient(format!(
+                return Err(DriverError::transient(format!(
                     "cannot write the driver journal: {e}"
                 )));
             }

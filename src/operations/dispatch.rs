@@ -94,7 +94,7 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
     let ng = || {
         s.nodegroup
             .as_ref()
-            .ok_or_else(|| DriverError::Rejected("the operation names no nodegroup".into()))
+            .ok_or_else(|| DriverError::rejected("the operation names no nodegroup"))
     };
     Ok(match &op.payload {
         OpPayload::CreateCluster { .. } => Done::Created(
@@ -115,7 +115,7 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
         } => {
             // The target template may have been deleted since the upgrade was accepted.
             let target = s.upgrade_to.as_ref().ok_or_else(|| {
-                DriverError::Rejected(format!(
+                DriverError::rejected(format!(
                     "ClusterTemplate {cluster_template} could not be found."
                 ))
             })?;

@@ -164,11 +164,19 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
     let outcome = call_driver(&subject, &op).await;
     match outcome {
         Ok(done) => outcome::after_driver(state, &op, &subject, done).await,
-        Err(DriverError::Transient(reason)) if op.attempts < MAX_ATTEMPTS => {
-            tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry");
+        Err(e @ DriverError::Transient(_)) if op.attempts < MAX_ATTEMPTS => {
+            let reason = e.reason().as_str();
+            match e.kube_source() {
+                Some(source) => {
+                    tracing::warn!(operation = op.id, %reason, %source, "transient driver failure; will retry")
+                }
+                None => {
+                    tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry")
+                }
+            }
             state
                 .store
-                .transition_operation(op.id, OpState::Running, OpState::Pending, Some(&reason))
+                .transition_operation(op.id, OpState::Running, OpState::Pending, Some(reason))
                 .await?;
             Ok(())
         }

@@ -65,16 +65,17 @@ pub async fn connect_all(config: &ClusterApiConfig) -> anyhow::Result<Vec<Manage
 /// invalid or forbidden → failed with the server's message.
 pub fn kube_error(e: kube::Error, what: &str) -> DriverError {
     count_kube_error("request", &e);
-    match e {
+    let error = match &e {
         kube::Error::Api(s) if s.is_not_found() => {
-            DriverError::Rejected(format!("{what} not found in the management cluster"))
+            DriverError::rejected(format!("{what} not found in the management cluster"))
         }
         kube::Error::Api(s) if s.is_conflict() || s.code == 429 || s.code >= 500 => {
-            DriverError::Transient(format!("{what}: {}", s.message))
+            DriverError::transient(format!("{what}: {}", s.message))
         }
-        kube::Error::Api(s) => DriverError::Rejected(format!("{what}: {}", s.message)),
-        other => DriverError::Transient(format!("management cluster unreachable: {other}")),
-    }
+        kube::Error::Api(s) => DriverError::rejected(format!("{what}: {}", s.message)),
+        other => DriverError::transient(format!("management cluster unreachable: {other}")),
+    };
+    error.caused_by(e)
 }
 
 /// Counts a failed kube call in the metrics (`call`: request, watch, lease).

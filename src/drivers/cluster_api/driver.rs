@@ -103,12 +103,12 @@ impl KubeClusterApiDriver {
                 .iter()
                 .find(|m| m.name == name)
                 .ok_or_else(|| {
-                    DriverError::Rejected(format!("management cluster {name} is not configured"))
+                    DriverError::rejected(format!("management cluster {name} is not configured"))
                 }),
             None => self
                 .management
                 .first()
-                .ok_or_else(|| DriverError::Rejected("no management cluster is configured".into())),
+                .ok_or_else(|| DriverError::rejected("no management cluster is configured")),
         }
     }
 
@@ -132,7 +132,7 @@ impl KubeClusterApiDriver {
             .clone()
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
-                DriverError::Rejected(format!(
+                DriverError::rejected(format!(
                     "cluster {} has no Cluster API name (stack_id)",
                     cluster.uuid
                 ))
@@ -145,7 +145,7 @@ impl KubeClusterApiDriver {
             .get(stack)
             .await
             .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
-        serde_json::to_value(&obj).map_err(|e| DriverError::Transient(e.to_string()))
+        serde_json::to_value(&obj).map_err(|e| DriverError::transient(e.to_string()))
     }
 
     /// Applies a JSON patch built from a read of the Cluster (`first_read` when the caller
@@ -189,7 +189,7 @@ impl KubeClusterApiDriver {
                 Err(e) => return Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
             }
         }
-        Err(DriverError::Transient(format!(
+        Err(DriverError::transient(format!(
             "the worker list of Cluster {stack} kept changing: {last}"
         )))
     }
@@ -236,7 +236,7 @@ impl KubeClusterApiDriver {
                     .unwrap_or(false)
             });
             let Some(machine) = found else {
-                return Err(DriverError::Rejected(format!(
+                return Err(DriverError::rejected(format!(
                     "node {node} is not a Machine of this nodegroup"
                 )));
             };
@@ -311,7 +311,7 @@ impl Lifecycle for KubeClusterApiDriver {
             &self.defaults,
         );
         let obj: DynamicObject =
-            serde_json::from_value(body).map_err(|e| DriverError::Rejected(e.to_string()))?;
+            serde_json::from_value(body).map_err(|e| DriverError::rejected(e.to_string()))?;
         let generation = match self
             .api(mc, &self.resources.cluster)
             .create(&PostParams::default(), &obj)
@@ -420,7 +420,7 @@ impl Lifecycle for KubeClusterApiDriver {
                 let wait = self
                     .patch_workers(mc, &stack, Some(current), |c| {
                         let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
-                            DriverError::Rejected(format!(
+                            DriverError::rejected(format!(
                                 "Cluster {stack} has no worker entry named {name}"
                             ))
                         })?;
@@ -459,9 +459,7 @@ impl Lifecycle for KubeClusterApiDriver {
             .and_then(Value::as_str)
             .map(str::to_string)
             .or_else(|| topology::kube_version(cluster, template))
-            .ok_or_else(|| {
-                DriverError::Rejected("the cluster template has no kube_tag label".into())
-            })?;
+            .ok_or_else(|| DriverError::rejected("the cluster template has no kube_tag label"))?;
         let class = template
             .labels
             .as_ref()
@@ -529,14 +527,14 @@ impl Lifecycle for KubeClusterApiDriver {
             return Ok(Progress::Complete);
         };
         if nodegroup.is_master() {
-            return Err(DriverError::Rejected(
-                "the control plane cannot be autoscaled".into(),
+            return Err(DriverError::rejected(
+                "the control plane cannot be autoscaled",
             ));
         }
         let name = nodegroup.name.clone();
         self.patch_workers(mc, &stack, None, |c| {
             let i = topology::machine_deployment_index(c, &name).ok_or_else(|| {
-                DriverError::Rejected(format!("Cluster {stack} has no worker entry named {name}"))
+                DriverError::rejected(format!("Cluster {stack} has no worker entry named {name}"))
             })?;
             Ok(Some(topology::worker_autoscaling(
                 c,
