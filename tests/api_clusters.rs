@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use common::*;
 use magnum_rs::model::Tenancy;
-use magnum_rs::store::{Bind, Page, SortDir};
+use magnum_rs::store::{Bind, Page, SortDir, SortKey, Table};
 
 const SUMMARY: &[&str] = &[
     "uuid",
@@ -1639,7 +1639,7 @@ async fn snapshot(app: &TestApp) -> String {
     let store = &app.state.store;
     let page = Page {
         limit: 1000,
-        sort_key: "id".into(),
+        sort_key: SortKey::id(Table::Cluster),
         sort_dir: SortDir::Asc,
         marker_id: None,
     };

@@ -16,7 +16,7 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
-use crate::store::is_template_column;
+use crate::store::Table;
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -219,7 +219,7 @@ async fn collection(
         Some(m) => Some(lookup::template(state, &scope, m).await?.id),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, is_template_column)?;
+    let page = args.page(limit, dir, marker_id, Table::ClusterTemplate)?;
     let items = state.store.list_templates(&scope, &page).await?;
     let base = base_url(headers);
     let mut body = json!({

@@ -22,7 +22,7 @@ use crate::model::{
 };
 use crate::state::AppState;
 use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
-use crate::store::{is_cluster_column, Bind};
+use crate::store::{Bind, Table};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -377,7 +377,7 @@ async fn collection(
         ),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, is_cluster_column)?;
+    let page = args.page(limit, dir, marker_id, Table::Cluster)?;
     let clusters = state.store.list_clusters(&tenancy, &page).await?;
     let base = base_url(headers);
     let items = render_many(state, &clusters, version, expand, &base).await?;

@@ -19,9 +19,8 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::federations::{
-    is_federation_column, Federation, FederationChange, FederationUpdate, NewFederation,
-};
+use crate::store::federations::{Federation, FederationChange, FederationUpdate, NewFederation};
+use crate::store::Table;
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -188,7 +187,7 @@ async fn collection(
         ),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, is_federation_column)?;
+    let page = args.page(limit, dir, marker_id, Table::Federation)?;
     let items = state.store.list_federations(&tenancy(ctx), &page).await?;
     let base = base_url(headers);
     let view = if expand { render } else { render_short };

@@ -19,7 +19,7 @@ use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy, ROLE_MAS
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::{is_nodegroup_column, Bind};
+use crate::store::{Bind, Table};
 
 const MIN_VERSION: Version = Version::new(1, 9);
 /// The method Magnum's 406 names on every nodegroup route below 1.9: pecan looks the
@@ -245,7 +245,7 @@ async fn list_nodegroups(
         Some(m) => Some(lookup::nodegroup(&state, &ctx, &cluster.uuid, m).await?.id),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, is_nodegroup_column)?;
+    let page = args.page(limit, dir, marker_id, Table::NodeGroup)?;
     let ngs = state
         .store
         .list_nodegroups(&cluster.uuid, &filter, &page)

@@ -3,7 +3,7 @@
 use axum::http::HeaderMap;
 
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Page, SortDir};
+use crate::store::{Page, SortDir, SortKey, Table};
 
 /// The parsed query of one request.
 #[derive(Debug, Default)]
@@ -113,17 +113,17 @@ impl PageArgs {
         limit: i64,
         dir: SortDir,
         marker_id: Option<i64>,
-        is_column: impl Fn(&str) -> bool,
+        table: Table,
     ) -> ApiResult<Page> {
-        if !is_column(&self.sort_key) {
-            return Err(ApiError::InvalidParameterValue(format!(
+        let sort_key = SortKey::parse(table, &self.sort_key).ok_or_else(|| {
+            ApiError::InvalidParameterValue(format!(
                 "The sort_key value \"{}\" is an invalid field for sorting",
                 self.sort_key
-            )));
-        }
+            ))
+        })?;
         Ok(Page {
             limit,
-            sort_key: self.sort_key.clone(),
+            sort_key,
             sort_dir: dir,
             marker_id,
         })

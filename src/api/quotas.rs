@@ -14,7 +14,8 @@ use super::query::{base_url, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
 use crate::state::AppState;
-use crate::store::quotas::{is_quota_column, Quota, QuotaWriteError};
+use crate::store::quotas::{Quota, QuotaWriteError};
+use crate::store::Table;
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -121,7 +122,7 @@ async fn list_quotas(
         },
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, is_quota_column)?;
+    let page = args.page(limit, dir, marker_id, Table::Quota)?;
     let items = state.store.list_quotas(project.as_deref(), &page).await?;
     let mut body = json!({"quotas": items.iter().map(render).collect::<Vec<_>>()});
     if items.len() as i64 == limit {

@@ -3,6 +3,7 @@
 use super::columns::{cluster_from_row, cluster_select, CLUSTER_COLUMNS};
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
+use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{Cluster, NodeGroup, Tenancy};
 
@@ -30,7 +31,7 @@ impl Store {
         let mut binds = Vec::new();
         let mut sql = format!("SELECT {} FROM cluster t WHERE 1 = 1", cluster_select());
         sql.push_str(tenancy_filter(tenancy, &mut binds));
-        page.apply("cluster", &mut sql, &mut binds);
+        page.apply(Table::Cluster, &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
             .fetch_all(&mut self.conn().await?)
             .await?;

@@ -114,28 +114,6 @@ pub const NODEGROUP_COLUMNS: &[(&str, Kind)] = &[
     ("updated_at", Kind::Time),
 ];
 
-/// Whether `name` is a column of the table (Magnum accepts any column as `sort_key`).
-fn is_column(cols: &[(&str, Kind)], name: &str) -> bool {
-    cols.iter().any(|(c, _)| *c == name)
-}
-
-pub fn is_template_column(name: &str) -> bool {
-    is_column(TEMPLATE_COLUMNS, name)
-}
-
-/// Columns of `cluster`, including those magnum-rs does not read.
-pub fn is_cluster_column(name: &str) -> bool {
-    is_column(CLUSTER_COLUMNS, name)
-        || matches!(
-            name,
-            "ca_cert_ref" | "magnum_cert_ref" | "etcd_ca_cert_ref" | "front_proxy_ca_cert_ref"
-        )
-}
-
-pub fn is_nodegroup_column(name: &str) -> bool {
-    is_column(NODEGROUP_COLUMNS, name)
-}
-
 /// The select list of `template` aliased `t`, built once.
 pub fn template_select() -> &'static str {
     static S: LazyLock<String> = LazyLock::new(|| select_list(TEMPLATE_COLUMNS, "t."));

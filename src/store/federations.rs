@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 
 use super::clusters::tenancy_filter;
 use super::columns::R;
+use super::sort_key::Table;
 use super::{bind_all, now, Bind, Page, Store};
 use crate::model::Tenancy;
 
@@ -58,23 +59,6 @@ pub enum FederationUpdate {
     Gone,
 }
 
-/// The columns a federation list may be sorted by.
-pub fn is_federation_column(name: &str) -> bool {
-    matches!(
-        name,
-        "id" | "created_at"
-            | "updated_at"
-            | "project_id"
-            | "uuid"
-            | "name"
-            | "hostcluster_id"
-            | "member_ids"
-            | "status"
-            | "status_reason"
-            | "properties"
-    )
-}
-
 const SELECT: &str = "SELECT t.id AS id, t.uuid AS uuid, t.project_id AS project_id, \
      t.name AS name, t.hostcluster_id AS hostcluster_id, t.member_ids AS member_ids, \
      t.status AS status, t.status_reason AS status_reason, t.properties AS properties, \
@@ -109,7 +93,7 @@ impl Store {
         let mut sql = SELECT.to_string();
         let mut binds = Vec::new();
         sql.push_str(tenancy_filter(&federation_tenancy(tenancy), &mut binds));
-        page.apply("federation", &mut sql, &mut binds);
+        page.apply(Table::Federation, &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
             .fetch_all(&mut self.conn().await?)
             .await?;

@@ -15,6 +15,7 @@ mod page;
 pub mod pool;
 pub mod quotas;
 pub mod services;
+mod sort_key;
 mod stats;
 pub mod templates;
 
@@ -24,9 +25,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use sqlx::any::AnyConnectOptions;
 
-pub use columns::{is_cluster_column, is_nodegroup_column, is_template_column, iso8601};
+pub use columns::iso8601;
 pub use page::{Page, SortDir};
 pub use pool::{Conn, Pool};
+pub use sort_key::{SortKey, Table};
 
 /// Which SQL dialect is behind the pool; only DDL and a few statements depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row as _};
 
 use super::columns::{nodegroup_from_row, nodegroup_select, text_at, NODEGROUP_COLUMNS};
+use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
 
@@ -160,7 +161,7 @@ impl Store {
             nodegroup_select()
         );
         filter.apply(&mut sql, &mut binds);
-        page.apply("nodegroup", &mut sql, &mut binds);
+        page.apply(Table::NodeGroup, &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
             .fetch_all(&mut self.conn().await?)
             .await?;

@@ -1,6 +1,7 @@
 //! Keyset pagination as oslo.db's `paginate_query` does it: sort by the requested column, then
 //! by `id` in the same direction, resuming after the marker row.
 
+use super::sort_key::{SortKey, Table};
 use super::Bind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +24,7 @@ impl SortDir {
 pub struct Page {
     pub limit: i64,
     /// A column of the table.
-    pub sort_key: String,
+    pub sort_key: SortKey,
     pub sort_dir: SortDir,
     /// The `id` of the marker row.
     pub marker_id: Option<i64>,
@@ -32,11 +33,18 @@ pub struct Page {
 impl Page {
     /// Appends the marker condition (if any), `ORDER BY` and `LIMIT` to a query whose
     /// `WHERE` clause is already open (`… WHERE 1 = 1`), for table `table` aliased `t`.
-    pub(crate) fn apply(&self, table: &str, sql: &mut String, binds: &mut Vec<Bind>) {
-        let sk = &self.sort_key;
+    /// A key of another table sorts by `id`.
+    pub(crate) fn apply(&self, table: Table, sql: &mut String, binds: &mut Vec<Bind>) {
+        let key = if self.sort_key.table() == table {
+            self.sort_key
+        } else {
+            SortKey::id(table)
+        };
+        let sk = key.column();
+        let table = table.name();
         if let Some(mid) = self.marker_id {
             let m = format!("(SELECT m.{sk} FROM {table} m WHERE m.id = ?)");
-            if sk == "id" {
+            if key.is_id() {
                 let op = if self.sort_dir == SortDir::Asc {
                     ">"
                 } else {
@@ -64,7 +72,7 @@ impl Page {
             }
         }
         let dir = self.sort_dir.as_str();
-        if sk == "id" {
+        if key.is_id() {
             sql.push_str(&format!(" ORDER BY t.id {dir}"));
         } else {
             sql.push_str(&format!(" ORDER BY t.{sk} {dir}, t.id {dir}"));

@@ -4,6 +4,7 @@
 use sqlx::any::AnyRow;
 
 use super::columns::R;
+use super::sort_key::Table;
 use super::{bind_all, now, Bind, Page, Store};
 
 /// One row of `quotas`.
@@ -15,14 +16,6 @@ pub struct Quota {
     pub hard_limit: i64,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
-}
-
-/// The columns a quota list may be sorted by (the model's columns).
-pub fn is_quota_column(name: &str) -> bool {
-    matches!(
-        name,
-        "id" | "created_at" | "updated_at" | "project_id" | "resource" | "hard_limit"
-    )
 }
 
 const SELECT: &str = "SELECT t.id AS id, t.project_id AS project_id, t.resource AS resource, \
@@ -67,7 +60,7 @@ impl Store {
             sql.push_str(" AND t.project_id = ?");
             binds.push(Bind::text(p));
         }
-        page.apply("quotas", &mut sql, &mut binds);
+        page.apply(Table::Quota, &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
             .fetch_all(&mut self.conn().await?)
             .await?;

@@ -1,6 +1,7 @@
 //! `cluster_template` rows.
 
 use super::columns::{template_from_row, template_select, text_at, TEMPLATE_COLUMNS};
+use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterTemplate, Tenancy};
 
@@ -46,7 +47,7 @@ impl Store {
             template_select()
         );
         sql.push_str(&scope.filter(&mut binds));
-        page.apply("cluster_template", &mut sql, &mut binds);
+        page.apply(Table::ClusterTemplate, &mut sql, &mut binds);
         let rows = bind_all(sqlx::query(&sql), &binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
