@@ -113,8 +113,7 @@ impl Store {
             cols.join(", "),
             vec!["?"; cols.len()].join(", ")
         );
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         bind_all(sqlx::query(&sql), &binds)
             .execute(&mut *tx)
             .await?;
@@ -137,7 +136,6 @@ impl Store {
         .await?;
         let stored = cluster_from_row(&row)?;
         tx.commit().await?;
-        conn.mark_clean();
         Ok(stored)
     }
 
@@ -152,8 +150,7 @@ impl Store {
 
     /// Removes a cluster and its nodegroups.
     pub async fn delete_cluster(&self, uuid: &str) -> Result<(), sqlx::Error> {
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         sqlx::query("DELETE FROM nodegroup WHERE cluster_id = ?")
             .bind(uuid.to_string())
             .execute(&mut *tx)
@@ -163,7 +160,6 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        conn.mark_clean();
         Ok(())
     }
 

@@ -18,6 +18,7 @@ pub mod services;
 mod sort_key;
 mod stats;
 pub mod templates;
+mod transaction;
 
 use std::str::FromStr;
 use std::time::Duration;

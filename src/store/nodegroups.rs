@@ -203,8 +203,7 @@ impl Store {
 
     pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
         // Insert and read back in one transaction on one connection (see insert_cluster).
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         insert_nodegroup_on(&mut tx, ng, &now()).await?;
         let sql = format!(
             "SELECT {} FROM nodegroup t WHERE t.uuid = ?",
@@ -216,7 +215,6 @@ impl Store {
             .await?;
         let stored = nodegroup_from_row(&row)?;
         tx.commit().await?;
-        conn.mark_clean();
         Ok(stored)
     }
 

@@ -358,8 +358,7 @@ impl Store {
     /// Runs a batch in one transaction. False (and nothing written) when a transition found
     /// its operation in another state.
     pub async fn commit(&self, batch: Batch) -> Result<bool, sqlx::Error> {
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         let created = now();
         let mut inserted_ng: Option<i64> = None;
         for step in batch.steps {
@@ -421,14 +420,12 @@ impl Store {
                 } => {
                     if !transition_on(&mut tx, id, from, to, error.as_deref()).await? {
                         tx.rollback().await?;
-                        conn.mark_clean();
                         return Ok(false);
                     }
                 }
             }
         }
         tx.commit().await?;
-        conn.mark_clean();
         Ok(true)
     }
 
@@ -459,8 +456,7 @@ impl Store {
             cluster_changes,
         } = resize;
         let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         let written_at = now();
         let matched = sqlx::query(
             "UPDATE nodegroup SET node_count = ?, status = ?, updated_at = ? \
@@ -491,7 +487,6 @@ impl Store {
                     .await?;
             let Some(old) = old else {
                 tx.rollback().await?;
-                conn.mark_clean();
                 return Ok(Err(ResizeRefused::NodeGroupGone));
             };
             update_columns(
@@ -525,7 +520,6 @@ impl Store {
         };
         if let Some(refused) = refused {
             tx.rollback().await?;
-            conn.mark_clean();
             return Ok(Err(refused));
         }
         let mut changes = cluster_changes;
@@ -537,7 +531,6 @@ impl Store {
         op.new_count = Some(new_count);
         insert_operation(&mut tx, &op).await?;
         tx.commit().await?;
-        conn.mark_clean();
         Ok(Ok(old))
     }
 
@@ -632,8 +625,7 @@ impl Store {
         if supersede.is_empty() && run.is_empty() {
             return Ok(claim);
         }
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         if !supersede.is_empty() {
             let marks = vec!["?"; supersede.len()].join(", ");
             let sql = format!(
@@ -655,7 +647,6 @@ impl Store {
             }
         }
         tx.commit().await?;
-        conn.mark_clean();
         Ok(claim)
     }
 
@@ -697,8 +688,7 @@ impl Store {
     /// transaction, which also supersedes older waiting resizes of the same nodegroup (the
     /// newest count is the one the backend moves to). False when it was no longer running.
     pub async fn start_waiting(&self, op: &Operation, wait: &Wait) -> Result<bool, sqlx::Error> {
-        let mut conn = self.conn().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = self.begin().await?;
         let at = now();
         let moved = sqlx::query(
             "UPDATE magnum_rs_operation SET state = ?, wait_object = ?, wait_generation = ?, \
@@ -734,7 +724,6 @@ impl Store {
             }
         }
         tx.commit().await?;
-        conn.mark_clean();
         Ok(moved)
     }
 

@@ -15,6 +15,10 @@
 //! cancellation: dropped between sending a prepare and executing it, or between a packet's
 //! header and its body, it waits for a reply that never comes, and the next statement on it
 //! (the check included) hangs for good. The check itself is bounded by [`CHECK_TIMEOUT`].
+//!
+//! Written against sqlx 0.8 (sqlx-core 0.8.6): its `Pool` pings on every release, and its
+//! MySQL connection does not recover from a cancelled statement. Transactions go through
+//! [`super::Store::begin`], whose commit or rollback hands the connection back clean.
 
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
