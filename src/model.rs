@@ -119,6 +119,58 @@ pub struct ClusterTemplate {
     pub updated_at: Option<String>,
 }
 
+/// What of a template chooses its driver (`Driver.get_driver_for_cluster`): read alone where
+/// nothing else of the template is needed (resize, credentials, the worker's operations
+/// other than a create, the reconciler).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DriverSelector {
+    pub uuid: String,
+    pub coe: Option<String>,
+    pub cluster_distro: Option<String>,
+    pub server_type: Option<String>,
+    pub driver: Option<String>,
+}
+
+/// Anything that chooses a driver: a whole template or its [`DriverSelector`].
+pub trait SelectsDriver {
+    /// The template's `driver` name, when set.
+    fn driver_name(&self) -> Option<&str>;
+    fn server_type(&self) -> Option<&str>;
+    /// Magnum's `os`.
+    fn cluster_distro(&self) -> Option<&str>;
+    fn coe(&self) -> Option<&str>;
+}
+
+impl SelectsDriver for DriverSelector {
+    fn driver_name(&self) -> Option<&str> {
+        self.driver.as_deref()
+    }
+    fn server_type(&self) -> Option<&str> {
+        self.server_type.as_deref()
+    }
+    fn cluster_distro(&self) -> Option<&str> {
+        self.cluster_distro.as_deref()
+    }
+    fn coe(&self) -> Option<&str> {
+        self.coe.as_deref()
+    }
+}
+
+impl SelectsDriver for ClusterTemplate {
+    fn driver_name(&self) -> Option<&str> {
+        self.driver.as_deref()
+    }
+    fn server_type(&self) -> Option<&str> {
+        self.server_type.as_deref()
+    }
+    fn cluster_distro(&self) -> Option<&str> {
+        self.cluster_distro.as_deref()
+    }
+    fn coe(&self) -> Option<&str> {
+        self.coe.as_deref()
+    }
+}
+
 /// A row of `cluster` plus what Magnum computes from its nodegroups on every read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cluster {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Driver;
 use crate::error::ApiError;
-use crate::model::ClusterTemplate;
+use crate::model::SelectsDriver;
 
 /// A (server_type, os, coe) triple a driver provides.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -27,11 +27,11 @@ impl Triple {
         }
     }
 
-    fn of(t: &ClusterTemplate) -> Self {
+    fn of(t: &impl SelectsDriver) -> Self {
         Triple {
-            server_type: t.server_type.clone().unwrap_or_else(|| "vm".into()),
-            os: t.cluster_distro.clone().unwrap_or_default(),
-            coe: t.coe.clone().unwrap_or_default(),
+            server_type: t.server_type().unwrap_or("vm").to_string(),
+            os: t.cluster_distro().unwrap_or_default().to_string(),
+            coe: t.coe().unwrap_or_default().to_string(),
         }
     }
 }
@@ -79,7 +79,7 @@ impl DriverRegistry {
 
     /// `Driver.get_driver(server_type, os, coe)` without a name (cluster create's
     /// master-size check uses this form).
-    pub fn for_triple(&self, t: &ClusterTemplate) -> Result<Arc<dyn Driver>, ApiError> {
+    pub fn for_triple(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, ApiError> {
         let triple = Triple::of(t);
         self.by_triple
             .get(&triple)
@@ -95,15 +95,15 @@ impl DriverRegistry {
     /// one providing its triple, else the configured default.
     pub fn for_new_template(
         &self,
-        t: &ClusterTemplate,
+        t: &impl SelectsDriver,
         default_driver: Option<&str>,
     ) -> Result<Arc<dyn Driver>, ApiError> {
-        if t.driver.as_deref().is_some_and(|d| !d.is_empty()) {
+        if t.driver_name().is_some_and(|d| !d.is_empty()) {
             return self.for_template(t);
         }
         match (self.for_triple(t), default_driver) {
             (Ok(d), _) => Ok(d),
-            (Err(_), Some(name)) if t.cluster_distro.is_none() => self
+            (Err(_), Some(name)) if t.cluster_distro().is_none() => self
                 .by_name(name)
                 .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),
             (Err(e), _) => Err(e),
@@ -111,8 +111,8 @@ impl DriverRegistry {
     }
 
     /// `Driver.get_driver_for_cluster`: the template's `driver` name if set, else the triple.
-    pub fn for_template(&self, t: &ClusterTemplate) -> Result<Arc<dyn Driver>, ApiError> {
-        match t.driver.as_deref().filter(|d| !d.is_empty()) {
+    pub fn for_template(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, ApiError> {
+        match t.driver_name().filter(|d| !d.is_empty()) {
             Some(name) => self
                 .by_name(name)
                 .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),

@@ -11,7 +11,9 @@ use crate::store::operations::{OpKind, OpPayload, Operation};
 /// What the driver needs, loaded fresh.
 pub struct Subject {
     pub cluster: Cluster,
-    pub template: ClusterTemplate,
+    /// The whole template, for a cluster create only (the one call that reads it; every
+    /// other operation reads only what chooses the driver).
+    pub template: Option<ClusterTemplate>,
     pub driver: Arc<dyn Driver>,
     pub nodegroup: Option<NodeGroup>,
     /// For an upgrade, the template to move to (Magnum's driver `upgrade_cluster` gets the
@@ -43,18 +45,23 @@ pub async fn load(
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
         return Ok(Err(LoadError::ClusterGone(op.cluster_uuid.clone())));
     };
+    let gone = || LoadError::TemplateGone(cluster.cluster_template_id.clone().unwrap_or_default());
+    let Some(template_id) = &cluster.cluster_template_id else {
+        return Ok(Err(gone()));
+    };
     // Only a cluster create hands the template itself to the driver.
-    let template = match &cluster.cluster_template_id {
-        Some(t) if op.kind() == OpKind::CreateCluster => state.store.template_by_uuid(t).await?,
-        Some(t) => state.store.template_for_driver(t).await?,
-        None => None,
+    let (chosen, template) = if op.kind() == OpKind::CreateCluster {
+        match state.store.template_by_uuid(template_id).await? {
+            Some(t) => (state.drivers.for_template(&t), Some(t)),
+            None => return Ok(Err(gone())),
+        }
+    } else {
+        match state.store.template_for_driver(template_id).await? {
+            Some(t) => (state.drivers.for_template(&t), None),
+            None => return Ok(Err(gone())),
+        }
     };
-    let Some(template) = template else {
-        return Ok(Err(LoadError::TemplateGone(
-            cluster.cluster_template_id.clone().unwrap_or_default(),
-        )));
-    };
-    let driver = match state.drivers.for_template(&template) {
+    let driver = match chosen {
         Ok(d) => d,
         Err(e) => return Ok(Err(LoadError::NoDriver(e.to_string()))),
     };
@@ -97,10 +104,15 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
             .ok_or_else(|| DriverError::rejected("the operation names no nodegroup"))
     };
     Ok(match &op.payload {
-        OpPayload::CreateCluster { .. } => Done::Created(
-            d.create_cluster(&s.cluster, &s.template, &s.nodegroups)
-                .await?,
-        ),
+        OpPayload::CreateCluster { .. } => {
+            let template = s.template.as_ref().ok_or_else(|| {
+                DriverError::rejected("a cluster create was loaded without its template")
+            })?;
+            Done::Created(
+                d.create_cluster(&s.cluster, template, &s.nodegroups)
+                    .await?,
+            )
+        }
         OpPayload::DeleteCluster => Done::Progress(d.delete_cluster(&s.cluster).await?),
         OpPayload::Resize { nodes_to_remove } => {
             let req = ResizeRequest {

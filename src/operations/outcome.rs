@@ -138,8 +138,8 @@ pub async fn finish(
                 .or_else(|| s.cluster.coe_version.clone())
                 .or_else(|| {
                     s.template
-                        .labels
                         .as_ref()
+                        .and_then(|t| t.labels.as_ref())
                         .and_then(|l| l.get("kube_tag"))
                         .and_then(Value::as_str)
                         .map(str::to_string)

@@ -3,7 +3,7 @@
 use super::columns::{template_from_row, template_select, text_at, TEMPLATE_COLUMNS};
 use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
-use crate::model::{ClusterTemplate, Tenancy};
+use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
 
 /// Which templates a caller sees: its own (or all, for an admin with `all_tenants`), public
 /// non-hidden ones, and public hidden ones when admin.
@@ -92,13 +92,12 @@ impl Store {
         row.as_ref().map(template_from_row).transpose()
     }
 
-    /// A template with only the fields that choose its driver (`uuid`, `coe`,
-    /// `cluster_distro`, `server_type`, `driver`; the others are left empty), for paths that
-    /// need nothing else of it (resize, the worker's operations other than a cluster create).
+    /// What of a template chooses its driver, for paths that need nothing else of it
+    /// (resize, credentials, the worker's operations other than a cluster create).
     pub async fn template_for_driver(
         &self,
         uuid: &str,
-    ) -> Result<Option<ClusterTemplate>, sqlx::Error> {
+    ) -> Result<Option<DriverSelector>, sqlx::Error> {
         let row = sqlx::query(
             "SELECT t.uuid AS uuid, t.coe AS coe, t.cluster_distro AS cluster_distro, \
              t.server_type AS server_type, t.driver AS driver \
@@ -108,13 +107,12 @@ impl Store {
         .fetch_optional(&mut self.conn().await?)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        Ok(Some(ClusterTemplate {
+        Ok(Some(DriverSelector {
             uuid: text_at(&row, 0)?.unwrap_or_default(),
             coe: text_at(&row, 1)?,
             cluster_distro: text_at(&row, 2)?,
             server_type: text_at(&row, 3)?,
             driver: text_at(&row, 4)?,
-            ..ClusterTemplate::default()
         }))
     }
 
