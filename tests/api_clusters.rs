@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use common::*;
 use magnum_rs::model::Tenancy;
-use magnum_rs::store::{Bind, Page, SortDir, SortKey, Table};
+use magnum_rs::store::{ClusterSet, NodeGroupSet, Page, SortDir, SortKey, Table};
 
 const SUMMARY: &[&str] = &[
     "uuid",
@@ -253,8 +253,8 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
         .update_cluster(
             c.id,
             &[
-                ("status", Bind::text("UPDATE_FAILED")),
-                ("status_reason", Bind::text("worker failed")),
+                ClusterSet::Status("UPDATE_FAILED".into()),
+                ClusterSet::StatusReason(Some("worker failed".into())),
             ],
         )
         .await
@@ -264,8 +264,8 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
         .update_nodegroup(
             worker,
             &[
-                ("status", Bind::text("UPDATE_FAILED")),
-                ("status_reason", Bind::text("no capacity")),
+                NodeGroupSet::Status("UPDATE_FAILED".into()),
+                NodeGroupSet::StatusReason(Some("no capacity".into())),
             ],
         )
         .await
@@ -287,17 +287,17 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
     // A failed cluster whose nodegroups are fine shows an empty faults dict; a cluster
     // status outside the failed set shows none even with a failed nodegroup.
     store
-        .update_nodegroup(worker, &[("status", Bind::text("UPDATE_COMPLETE"))])
+        .update_nodegroup(worker, &[NodeGroupSet::Status("UPDATE_COMPLETE".into())])
         .await
         .expect("db");
     let r = app.get("/v1/clusters/k8s", &As::member()).await;
     assert_eq!(r.body["faults"], json!({}));
     store
-        .update_nodegroup(worker, &[("status", Bind::text("UPDATE_FAILED"))])
+        .update_nodegroup(worker, &[NodeGroupSet::Status("UPDATE_FAILED".into())])
         .await
         .expect("db");
     store
-        .update_cluster(c.id, &[("status", Bind::text("UPDATE_IN_PROGRESS"))])
+        .update_cluster(c.id, &[ClusterSet::Status("UPDATE_IN_PROGRESS".into())])
         .await
         .expect("db");
     let r = app.get("/v1/clusters/k8s", &As::member()).await;
@@ -318,7 +318,7 @@ async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     app.run_operations().await;
     let store = &app.state.store;
-    let addr = |a: &[&str]| Bind::json(&Some(a.to_vec()));
+    let addr = |a: &[&str]| a.iter().map(|s| json!(s)).collect::<Vec<Value>>();
     for (ng, count, addresses) in [
         (
             "default-master",
@@ -333,8 +333,8 @@ async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
             .update_nodegroup(
                 id,
                 &[
-                    ("node_count", Bind::Int(Some(count))),
-                    ("node_addresses", addresses),
+                    NodeGroupSet::NodeCount(count),
+                    NodeGroupSet::NodeAddresses(addresses),
                 ],
             )
             .await

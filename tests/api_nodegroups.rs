@@ -9,7 +9,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use common::*;
-use magnum_rs::store::Bind;
+use magnum_rs::store::ClusterSet;
 
 const SUMMARY: &[&str] = &[
     "uuid",
@@ -727,7 +727,7 @@ async fn cluster_without_api_address_is_409_before_the_name_check() {
         .expect("row");
     app.state
         .store
-        .update_cluster(c.id, &[("api_address", Bind::Text(None))])
+        .update_cluster(c.id, &[ClusterSet::ApiAddress(None)])
         .await
         .expect("db");
     for name in ["n", "default-worker"] {

@@ -27,7 +27,7 @@ use magnum_rs::operations::OperationsHandle;
 use magnum_rs::policy::Policy;
 use magnum_rs::state::AppState;
 use magnum_rs::store::operations::{OpKind, OpState};
-use magnum_rs::store::{Bind, Store};
+use magnum_rs::store::{ClusterSet, NodeGroupSet, Store};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -117,7 +117,7 @@ async fn set_cluster_status(app: &TestApp, cluster_uuid: &str, status: &str) {
         .expect("cluster exists");
     app.state
         .store
-        .update_cluster(c.id, &[("status", Bind::text(status))])
+        .update_cluster(c.id, &[ClusterSet::Status(status.into())])
         .await
         .expect("set status");
 }
@@ -128,8 +128,8 @@ async fn set_bounds(app: &TestApp, ng: &Value, min: Option<i64>, max: Option<i64
         .update_nodegroup(
             ng_id(ng),
             &[
-                ("min_node_count", Bind::Int(min)),
-                ("max_node_count", Bind::Int(max)),
+                NodeGroupSet::MinNodeCount(min.unwrap_or_default()),
+                NodeGroupSet::MaxNodeCount(max),
             ],
         )
         .await

@@ -241,9 +241,8 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
     store
         .update_cluster(
             cluster.id,
-            &[(
-                "status",
-                magnum_rs::store::Bind::text(status::DELETE_IN_PROGRESS),
+            &[magnum_rs::store::ClusterSet::Status(
+                status::DELETE_IN_PROGRESS.into(),
             )],
         )
         .await
@@ -335,9 +334,8 @@ async fn a_refused_patch_changes_nothing() {
     store
         .update_cluster(
             id,
-            &[(
-                "status",
-                magnum_rs::store::Bind::text(status::UPDATE_FAILED),
+            &[magnum_rs::store::ClusterSet::Status(
+                status::UPDATE_FAILED.into(),
             )],
         )
         .await

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{AcceptResize, Batch, NewOperation, OpPayload, ResizeRefused};
-use crate::store::Bind;
+use crate::store::{ClusterSet, NodeGroupSet};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -280,18 +280,10 @@ async fn upgrade_cluster(
     })?;
     state.drivers.for_template(&current_template)?;
     let batch = Batch::default()
-        .update(
-            "cluster",
-            cluster.id,
-            vec![
-                ("status", Bind::text(status::UPDATE_IN_PROGRESS)),
-                ("status_reason", Bind::Text(None)),
-            ],
-        )
-        .update(
-            "nodegroup",
+        .cluster(cluster.id, ClusterSet::status(status::UPDATE_IN_PROGRESS))
+        .nodegroup(
             nodegroup.id,
-            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
+            [NodeGroupSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),

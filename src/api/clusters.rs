@@ -22,7 +22,7 @@ use crate::model::{
 };
 use crate::state::AppState;
 use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
-use crate::store::{Bind, Table};
+use crate::store::{ClusterBy, ClusterSet, Table};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -369,7 +369,7 @@ async fn collection(
         Some(m) => Some(
             state
                 .store
-                .find_clusters(&tenancy, "uuid", m)
+                .find_clusters(&tenancy, ClusterBy::Uuid(m))
                 .await?
                 .first()
                 .map(|c| c.id)
@@ -709,12 +709,12 @@ async fn update_cluster(
     if node_count == 0 && !version.at_least(1, 10) {
         return Err(ApiError::ZeroNodeCountNotSupported);
     }
-    let mut changes: Vec<(&'static str, Bind)> = Vec::new();
+    let mut changes: Vec<ClusterSet> = Vec::new();
     if health_status != c.health_status {
-        changes.push(("health_status", Bind::Text(health_status)));
+        changes.push(ClusterSet::HealthStatus(health_status));
     }
     if health_reason != c.health_status_reason {
-        changes.push(("health_status_reason", Bind::json_map(&health_reason)));
+        changes.push(ClusterSet::HealthStatusReason(health_reason));
     }
     match worker.filter(|w| w.node_count != node_count) {
         // No resize: the health fields alone.
@@ -777,14 +777,7 @@ async fn delete_cluster(
         c.user_id.as_deref(),
     )?;
     let batch = crate::store::operations::Batch::default()
-        .update(
-            "cluster",
-            c.id,
-            vec![
-                ("status", Bind::text(status::DELETE_IN_PROGRESS)),
-                ("status_reason", Bind::Text(None)),
-            ],
-        )
+        .cluster(c.id, ClusterSet::status(status::DELETE_IN_PROGRESS))
         .operation(NewOperation {
             cluster_uuid: c.uuid.clone(),
             nodegroup_id: None,

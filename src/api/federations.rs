@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::federations::{Federation, FederationChange, FederationUpdate, NewFederation};
-use crate::store::Table;
+use crate::store::{ClusterBy, Table};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -133,7 +133,7 @@ async fn lookup(state: &AppState, ctx: &RequestContext, ident: &str) -> ApiResul
 async fn cluster_exists(state: &AppState, ctx: &RequestContext, uuid: &str) -> ApiResult<String> {
     let found = state
         .store
-        .find_clusters(&Tenancy::of(ctx, false), "uuid", uuid)
+        .find_clusters(&Tenancy::of(ctx, false), ClusterBy::Uuid(uuid))
         .await?;
     found
         .into_iter()

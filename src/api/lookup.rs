@@ -7,11 +7,15 @@ use crate::model::{Cluster, ClusterTemplate, NodeGroup, RequestContext, Tenancy}
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::templates::TemplateScope;
-use crate::store::Bind;
+use crate::store::{ClusterBy, NodeGroupBy, TemplateBy};
 
 pub async fn cluster(state: &AppState, tenancy: &Tenancy, ident: &str) -> ApiResult<Cluster> {
-    let column = if is_uuid_like(ident) { "uuid" } else { "name" };
-    let mut found = state.store.find_clusters(tenancy, column, ident).await?;
+    let by = if is_uuid_like(ident) {
+        ClusterBy::Uuid(ident)
+    } else {
+        ClusterBy::Name(ident)
+    };
+    let mut found = state.store.find_clusters(tenancy, by).await?;
     match found.len() {
         0 => Err(ApiError::ClusterNotFound(ident.into())),
         1 => Ok(found.remove(0)),
@@ -33,8 +37,12 @@ pub async fn template(
     scope: &TemplateScope,
     ident: &str,
 ) -> ApiResult<ClusterTemplate> {
-    let column = if is_uuid_like(ident) { "uuid" } else { "name" };
-    let mut found = state.store.find_templates(scope, column, ident).await?;
+    let by = if is_uuid_like(ident) {
+        TemplateBy::Uuid(ident)
+    } else {
+        TemplateBy::Name(ident)
+    };
+    let mut found = state.store.find_templates(scope, by).await?;
     match found.len() {
         0 => Err(ApiError::ClusterTemplateNotFound(ident.into())),
         1 => Ok(found.remove(0)),
@@ -61,16 +69,14 @@ pub async fn nodegroup(
         },
         role: None,
     };
-    let (column, value) = if is_int_like(ident) {
-        ("id", Bind::Int(ident.parse().ok()))
-    } else if is_uuid_like(ident) {
-        ("uuid", Bind::text(ident))
-    } else {
-        ("name", Bind::text(ident))
+    let by = match ident.parse::<i64>() {
+        Ok(id) if is_int_like(ident) => NodeGroupBy::Id(id),
+        _ if is_uuid_like(ident) => NodeGroupBy::Uuid(ident),
+        _ => NodeGroupBy::Name(ident),
     };
     state
         .store
-        .find_nodegroup(cluster_uuid, &filter, column, value)
+        .find_nodegroup(cluster_uuid, &filter, by)
         .await?
         .ok_or_else(|| ApiError::NodeGroupNotFound(ident.into()))
 }

@@ -19,7 +19,7 @@ use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy, ROLE_MAS
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::{Bind, Table};
+use crate::store::{ClusterSet, NodeGroupSet, Table};
 
 const MIN_VERSION: Version = Version::new(1, 9);
 /// The method Magnum's 406 names on every nodegroup route below 1.9: pecan looks the
@@ -599,10 +599,9 @@ async fn create_nodegroup(
     }
     let batch = Batch::default()
         .insert_nodegroup(ng.clone())
-        .update(
-            "cluster",
+        .cluster(
             cluster.id,
-            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
+            [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),
@@ -671,11 +670,11 @@ async fn update_nodegroup(
     read_attrs(&patched, &mut ng)?;
     let driver = driver_of(&state, &cluster).await?;
     validate(&ng, &state, driver.as_ref(), Validating::Update)?;
-    let changes: Vec<(&'static str, Bind)> = vec![
-        ("min_node_count", Bind::Int(Some(ng.min_node_count))),
-        ("max_node_count", Bind::Int(ng.max_node_count)),
-        ("node_labels", Bind::json(&ng.node_labels)),
-        ("node_taints", Bind::json(&ng.node_taints)),
+    let changes = [
+        NodeGroupSet::MinNodeCount(ng.min_node_count),
+        NodeGroupSet::MaxNodeCount(ng.max_node_count),
+        NodeGroupSet::NodeLabels(ng.node_labels.clone()),
+        NodeGroupSet::NodeTaints(ng.node_taints.clone()),
     ];
     let changed = ng.min_node_count != current.min_node_count
         || ng.max_node_count != current.max_node_count
@@ -683,7 +682,7 @@ async fn update_nodegroup(
         || ng.node_taints != current.node_taints;
     if changed {
         let batch = Batch::default()
-            .update("nodegroup", ng.id, changes)
+            .nodegroup(ng.id, changes)
             .operation(NewOperation {
                 cluster_uuid: cluster.uuid.clone(),
                 nodegroup_id: Some(ng.id),
@@ -723,15 +722,13 @@ async fn delete_nodegroup(
         return Err(ApiError::DeletingDefaultNgNotSupported);
     }
     let batch = Batch::default()
-        .update(
-            "nodegroup",
+        .nodegroup(
             ng.id,
-            vec![("status", Bind::text(status::DELETE_IN_PROGRESS))],
+            [NodeGroupSet::Status(status::DELETE_IN_PROGRESS.into())],
         )
-        .update(
-            "cluster",
+        .cluster(
             cluster.id,
-            vec![("status", Bind::text(status::UPDATE_IN_PROGRESS))],
+            [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),

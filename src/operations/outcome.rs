@@ -9,7 +9,7 @@ use super::Conductor;
 use crate::drivers::{Progress, WaitOn};
 use crate::model::{status, NodeGroup};
 use crate::store::operations::{Batch, OpKind, OpState, Operation, Wait};
-use crate::store::Bind;
+use crate::store::{ClusterSet, NodeGroupSet};
 
 /// Whether other operations of the cluster are still open (then the cluster's own status
 /// stays in progress).
@@ -33,19 +33,15 @@ pub async fn after_driver(
         Done::Created(c) => {
             // The backend's name and facts first (idempotent, not an outcome).
             let mut changes = vec![
-                ("stack_id", Bind::Text(c.stack_id.clone())),
-                ("api_address", Bind::Text(c.api_address.clone())),
+                ClusterSet::StackId(c.stack_id.clone()),
+                ClusterSet::ApiAddress(c.api_address.clone()),
             ];
             if let Some(v) = c.coe_version.clone() {
-                changes.push(("coe_version", Bind::text(v)));
+                changes.push(ClusterSet::CoeVersion(Some(v)));
             }
-            let mut batch = Batch::default().update("cluster", s.cluster.id, changes);
+            let mut batch = Batch::default().cluster(s.cluster.id, changes);
             for ng in &s.nodegroups {
-                batch = batch.update(
-                    "nodegroup",
-                    ng.id,
-                    vec![("stack_id", Bind::Text(c.stack_id.clone()))],
-                );
+                batch = batch.nodegroup(ng.id, [NodeGroupSet::StackId(c.stack_id.clone())]);
             }
             state.store.commit(batch).await?;
             c.wait
@@ -113,22 +109,10 @@ pub async fn finish(
 ) -> Result<(), sqlx::Error> {
     let cluster_done = !others_open(state, op).await?;
     let mut batch = Batch::default();
-    let cluster_status = |b: Batch, st: &str| {
-        b.update(
-            "cluster",
-            s.cluster.id,
-            vec![
-                ("status", Bind::text(st)),
-                ("status_reason", Bind::Text(None)),
-            ],
-        )
-    };
+    let cluster_status = |b: Batch, st: &str| b.cluster(s.cluster.id, ClusterSet::status(st));
     match op.kind() {
         OpKind::CreateCluster => {
-            let mut ch = vec![
-                ("status", Bind::text(status::CREATE_COMPLETE)),
-                ("status_reason", Bind::Text(None)),
-            ];
+            let mut ch = ClusterSet::status(status::CREATE_COMPLETE).to_vec();
             // Every real driver shows the Kubernetes version by now: the control plane's,
             // or the template's kube_tag.
             let facts = s.driver.facts(&s.cluster);
@@ -145,21 +129,14 @@ pub async fn finish(
                         .map(str::to_string)
                 });
             if let Some(v) = version {
-                ch.push(("coe_version", Bind::text(v)));
+                ch.push(ClusterSet::CoeVersion(Some(v)));
             }
             if let Some(a) = facts.and_then(|f| f.api_address) {
-                ch.push(("api_address", Bind::text(a)));
+                ch.push(ClusterSet::ApiAddress(Some(a)));
             }
-            batch = batch.update("cluster", s.cluster.id, ch);
+            batch = batch.cluster(s.cluster.id, ch);
             for ng in &s.nodegroups {
-                batch = batch.update(
-                    "nodegroup",
-                    ng.id,
-                    vec![
-                        ("status", Bind::text(status::CREATE_COMPLETE)),
-                        ("status_reason", Bind::Text(None)),
-                    ],
-                );
+                batch = batch.nodegroup(ng.id, NodeGroupSet::status(status::CREATE_COMPLETE));
             }
         }
         OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
@@ -178,29 +155,25 @@ pub async fn finish(
                 status::UPDATE_COMPLETE
             };
             if let Some(ng) = &s.nodegroup {
-                let mut ch = vec![
-                    ("status", Bind::text(ng_status)),
-                    ("status_reason", Bind::Text(None)),
-                ];
+                let mut ch = NodeGroupSet::status(ng_status).to_vec();
                 if kind == OpKind::Upgrade {
-                    ch.push(("version", Bind::Text(kube_tag(state, op).await?)));
+                    ch.push(NodeGroupSet::Version(kube_tag(state, op).await?));
                 }
-                batch = batch.update("nodegroup", ng.id, ch);
+                batch = batch.nodegroup(ng.id, ch);
             }
             let mut ch = Vec::new();
             if cluster_done {
-                ch.push(("status", Bind::text(status::UPDATE_COMPLETE)));
-                ch.push(("status_reason", Bind::Text(None)));
+                ch.extend(ClusterSet::status(status::UPDATE_COMPLETE));
             }
             if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
                 if let Some(t) = op.payload.upgrade_template() {
-                    ch.push(("cluster_template_id", Bind::text(t)));
+                    ch.push(ClusterSet::ClusterTemplateId(t.to_string()));
                 }
                 if let Some(tag) = kube_tag(state, op).await? {
-                    ch.push(("coe_version", Bind::text(tag)));
+                    ch.push(ClusterSet::CoeVersion(Some(tag)));
                 }
             }
-            batch = batch.update("cluster", s.cluster.id, ch);
+            batch = batch.cluster(s.cluster.id, ch);
         }
     }
     let batch = batch.transition(op.id, from, OpState::Done);
@@ -273,18 +246,12 @@ pub async fn fail(
         }
     };
     if let Some(cluster) = cluster {
-        let failed = |st: &str| {
-            vec![
-                ("status", Bind::text(st)),
-                ("status_reason", Bind::text(reason)),
-            ]
-        };
-        batch = batch.update("cluster", cluster.id, failed(cluster_status));
+        batch = batch.cluster(cluster.id, ClusterSet::failed(cluster_status, reason));
         if let Some(ng) = &nodegroup {
-            batch = batch.update("nodegroup", ng.id, failed(ng_status));
+            batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
         } else if op.kind() == OpKind::CreateCluster {
             for ng in &nodegroups {
-                batch = batch.update("nodegroup", ng.id, failed(ng_status));
+                batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
             }
         }
     }

@@ -20,7 +20,7 @@ use super::Conductor;
 use crate::drivers::{Change, InFlight, NodeGroupRef, Verdict};
 use crate::model::{Cluster, NodeGroup, Tenancy};
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::Bind;
+use crate::store::{ClusterBy, ClusterSet, NodeGroupSet};
 use crate::telemetry::metrics;
 
 /// How often stored deadlines are checked.
@@ -109,7 +109,7 @@ async fn reconcile_stacks(state: &Conductor, stacks: &BTreeSet<String>) -> Resul
     for stack in stacks {
         let clusters = state
             .store
-            .find_clusters(&Tenancy::All, "stack_id", stack)
+            .find_clusters(&Tenancy::All, ClusterBy::StackId(stack))
             .await?;
         for cluster in clusters {
             record_facts(state, &cluster).await?;
@@ -257,7 +257,7 @@ async fn show_reason(
         if ng.status_reason != reason {
             state
                 .store
-                .update_nodegroup(ng.id, &[("status_reason", Bind::Text(reason.clone()))])
+                .update_nodegroup(ng.id, &[NodeGroupSet::StatusReason(reason.clone())])
                 .await?;
             metrics::reconcile_write("reason");
         }
@@ -265,7 +265,7 @@ async fn show_reason(
     if s.cluster.status_reason != reason {
         state
             .store
-            .update_cluster(s.cluster.id, &[("status_reason", Bind::Text(reason))])
+            .update_cluster(s.cluster.id, &[ClusterSet::StatusReason(reason)])
             .await?;
         metrics::reconcile_write("reason");
     }
@@ -289,10 +289,10 @@ async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::
     };
     let mut ch = Vec::new();
     if facts.api_address.is_some() && facts.api_address != cluster.api_address {
-        ch.push(("api_address", Bind::Text(facts.api_address.clone())));
+        ch.push(ClusterSet::ApiAddress(facts.api_address.clone()));
     }
     if facts.coe_version.is_some() && facts.coe_version != cluster.coe_version {
-        ch.push(("coe_version", Bind::Text(facts.coe_version.clone())));
+        ch.push(ClusterSet::CoeVersion(facts.coe_version.clone()));
     }
     if !ch.is_empty() {
         state.store.update_cluster(cluster.id, &ch).await?;
@@ -313,7 +313,7 @@ async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::
             if current != new {
                 state
                     .store
-                    .update_nodegroup(ng.id, &[("node_addresses", Bind::json_list(&Some(new)))])
+                    .update_nodegroup(ng.id, &[NodeGroupSet::NodeAddresses(new)])
                     .await?;
                 metrics::reconcile_write("facts");
             }

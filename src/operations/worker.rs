@@ -11,7 +11,7 @@ use super::Conductor;
 use crate::drivers::DriverError;
 use crate::model::status;
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::Bind;
+use crate::store::ClusterSet;
 
 /// How often a transient driver failure is retried before the operation fails.
 const MAX_ATTEMPTS: i64 = 5;
@@ -143,7 +143,7 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
                             .store
                             .update_cluster(
                                 c.id,
-                                &[("status", Bind::text(status::UPDATE_COMPLETE))],
+                                &[ClusterSet::Status(status::UPDATE_COMPLETE.into())],
                             )
                             .await?;
                     }

@@ -1,6 +1,8 @@
 //! `cluster` rows, created together with their default nodegroups.
 
+use super::changes::{cluster_columns, ClusterSet};
 use super::columns::{cluster_from_row, cluster_select, CLUSTER_COLUMNS};
+use super::keys::ClusterBy;
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
 use super::sort_key::Table;
@@ -38,18 +40,18 @@ impl Store {
         rows.iter().map(cluster_from_row).collect()
     }
 
-    /// Clusters whose `column` (`uuid` or `name`) equals `value` within `tenancy`
-    /// (at most two).
+    /// Clusters that `by` matches within `tenancy` (at most two: enough to tell "one"
+    /// from "ambiguous").
     pub async fn find_clusters(
         &self,
         tenancy: &Tenancy,
-        column: &str,
-        value: &str,
+        by: ClusterBy<'_>,
     ) -> Result<Vec<Cluster>, sqlx::Error> {
-        let mut binds = vec![Bind::text(value)];
+        let mut binds = vec![by.bind()];
         let mut sql = format!(
-            "SELECT {} FROM cluster t WHERE t.{column} = ?",
-            cluster_select()
+            "SELECT {} FROM cluster t WHERE t.{} = ?",
+            cluster_select(),
+            by.column()
         );
         sql.push_str(tenancy_filter(tenancy, &mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");
@@ -61,7 +63,7 @@ impl Store {
 
     pub async fn cluster_by_uuid(&self, uuid: &str) -> Result<Option<Cluster>, sqlx::Error> {
         Ok(self
-            .find_clusters(&Tenancy::All, "uuid", uuid)
+            .find_clusters(&Tenancy::All, ClusterBy::Uuid(uuid))
             .await?
             .into_iter()
             .next())
@@ -139,12 +141,9 @@ impl Store {
         Ok(stored)
     }
 
-    pub async fn update_cluster(
-        &self,
-        id: i64,
-        changes: &[(&str, Bind)],
-    ) -> Result<(), sqlx::Error> {
-        update_columns(&mut self.conn().await?, "cluster", id, changes).await?;
+    pub async fn update_cluster(&self, id: i64, changes: &[ClusterSet]) -> Result<(), sqlx::Error> {
+        let changes = cluster_columns(changes);
+        update_columns(&mut self.conn().await?, "cluster", id, &changes).await?;
         Ok(())
     }
 

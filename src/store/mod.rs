@@ -4,9 +4,11 @@
 //! Reads cast columns whose native types the `Any` driver cannot carry (BOOLEAN, DATETIME)
 //! into integers and strings; JSON columns are TEXT holding JSON, as in Magnum.
 
+mod changes;
 pub mod clusters;
 mod columns;
 pub mod federations;
+mod keys;
 pub mod migrate;
 pub mod nodegroups;
 pub mod op_payload;
@@ -26,7 +28,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use sqlx::any::AnyConnectOptions;
 
+pub use changes::{ClusterSet, NodeGroupSet};
 pub use columns::iso8601;
+pub use keys::{ClusterBy, NodeGroupBy, TemplateBy};
 pub use page::{Page, SortDir};
 pub use pool::{Conn, Pool};
 pub use sort_key::{SortKey, Table};
@@ -140,7 +144,7 @@ pub fn now() -> String {
 
 /// A value bound into an `UPDATE … SET col = ?`.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Bind {
+pub(crate) enum Bind {
     Text(Option<String>),
     Int(Option<i64>),
     Bool(Option<bool>),

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 use sqlx::{AnyConnection, Row as _};
 
+use super::changes::{nodegroup_columns, NodeGroupSet};
 use super::columns::{nodegroup_from_row, nodegroup_select, text_at, NODEGROUP_COLUMNS};
+use super::keys::NodeGroupBy;
 use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
@@ -168,18 +170,18 @@ impl Store {
         rows.iter().map(nodegroup_from_row).collect()
     }
 
-    /// One nodegroup of a cluster whose `column` (`id`, `uuid` or `name`) equals `value`.
+    /// The first nodegroup of a cluster that `by` matches.
     pub async fn find_nodegroup(
         &self,
         cluster_uuid: &str,
         filter: &NodeGroupFilter,
-        column: &str,
-        value: Bind,
+        by: NodeGroupBy<'_>,
     ) -> Result<Option<NodeGroup>, sqlx::Error> {
-        let mut binds = vec![Bind::text(cluster_uuid), value];
+        let mut binds = vec![Bind::text(cluster_uuid), by.bind()];
         let mut sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ? AND t.{column} = ?",
-            nodegroup_select()
+            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ? AND t.{} = ?",
+            nodegroup_select(),
+            by.column()
         );
         filter.apply(&mut sql, &mut binds);
         sql.push_str(" ORDER BY t.id LIMIT 1");
@@ -221,9 +223,10 @@ impl Store {
     pub async fn update_nodegroup(
         &self,
         id: i64,
-        changes: &[(&str, Bind)],
+        changes: &[NodeGroupSet],
     ) -> Result<(), sqlx::Error> {
-        update_columns(&mut self.conn().await?, "nodegroup", id, changes).await?;
+        let changes = nodegroup_columns(changes);
+        update_columns(&mut self.conn().await?, "nodegroup", id, &changes).await?;
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 
 use sqlx::Row;
 
+use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
 use super::columns::text_at;
 use super::nodegroups::insert_nodegroup_on;
 pub use super::op_payload::OpPayload;
@@ -89,7 +90,7 @@ pub struct NewOperation {
 
 /// A resize to accept ([`Store::accept_resize`]).
 #[derive(Debug)]
-pub struct AcceptResize<'a> {
+pub struct AcceptResize {
     pub cluster_id: i64,
     pub nodegroup_id: i64,
     /// The count the caller read.
@@ -99,7 +100,7 @@ pub struct AcceptResize<'a> {
     /// The cluster statuses a resize may start from (the conductor's rule).
     pub allowed: fn(&str) -> bool,
     /// Other columns of the cluster written with the resize (a PATCH's health fields).
-    pub cluster_changes: Vec<(&'a str, Bind)>,
+    pub cluster_changes: Vec<ClusterSet>,
 }
 
 /// Why [`Store::accept_resize`] wrote nothing.
@@ -204,13 +205,25 @@ enum Step {
 }
 
 impl Batch {
-    pub fn update(
-        mut self,
-        table: &'static str,
-        id: i64,
-        changes: Vec<(&'static str, Bind)>,
-    ) -> Self {
-        self.steps.push(Step::Update { table, id, changes });
+    /// Writes `changes` to the cluster with row id `id`.
+    pub fn cluster(mut self, id: i64, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
+        let changes: Vec<ClusterSet> = changes.into_iter().collect();
+        self.steps.push(Step::Update {
+            table: "cluster",
+            id,
+            changes: cluster_columns(&changes),
+        });
+        self
+    }
+
+    /// Writes `changes` to the nodegroup with row id `id`.
+    pub fn nodegroup(mut self, id: i64, changes: impl IntoIterator<Item = NodeGroupSet>) -> Self {
+        let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
+        self.steps.push(Step::Update {
+            table: "nodegroup",
+            id,
+            changes: nodegroup_columns(&changes),
+        });
         self
     }
 
@@ -444,7 +457,7 @@ impl Store {
     /// Rows are locked nodegroup first, then cluster, as a delete does.
     pub async fn accept_resize(
         &self,
-        resize: AcceptResize<'_>,
+        resize: AcceptResize,
     ) -> Result<Result<i64, ResizeRefused>, sqlx::Error> {
         let AcceptResize {
             cluster_id,
@@ -522,7 +535,7 @@ impl Store {
             tx.rollback().await?;
             return Ok(Err(refused));
         }
-        let mut changes = cluster_changes;
+        let mut changes = cluster_columns(&cluster_changes);
         changes.push(("status", Bind::text(in_progress)));
         changes.push(("updated_at", Bind::text(written_at)));
         update_columns(&mut *tx, "cluster", cluster_id, &changes).await?;

@@ -1,6 +1,7 @@
 //! `cluster_template` rows.
 
 use super::columns::{template_from_row, template_select, text_at, TEMPLATE_COLUMNS};
+use super::keys::TemplateBy;
 use super::sort_key::Table;
 use super::{bind_all, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
@@ -54,18 +55,18 @@ impl Store {
         rows.iter().map(template_from_row).collect()
     }
 
-    /// Templates whose `column` (`uuid` or `name`) equals `value`, visible in `scope`
-    /// (at most two: enough to tell "one" from "ambiguous").
+    /// Templates that `by` matches, visible in `scope` (at most two: enough to tell "one"
+    /// from "ambiguous").
     pub async fn find_templates(
         &self,
         scope: &TemplateScope,
-        column: &str,
-        value: &str,
+        by: TemplateBy<'_>,
     ) -> Result<Vec<ClusterTemplate>, sqlx::Error> {
-        let mut binds = vec![Bind::text(value)];
+        let mut binds = vec![by.bind()];
         let mut sql = format!(
-            "SELECT {} FROM cluster_template t WHERE t.{column} = ?",
-            template_select()
+            "SELECT {} FROM cluster_template t WHERE t.{} = ?",
+            template_select(),
+            by.column()
         );
         sql.push_str(&scope.filter(&mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");

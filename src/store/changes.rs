@@ -1,0 +1,194 @@
+//! Typed changes to the rows handlers and the worker write: each variant names one column
+//! of Magnum's table and carries a value of that column's type. Only the store turns them
+//! into SQL (column names and binds), so no caller spells a table or a column.
+
+use serde_json::{Map, Value};
+
+use super::Bind;
+
+/// A change to one column of `cluster`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClusterSet {
+    Status(String),
+    StatusReason(Option<String>),
+    HealthStatus(Option<String>),
+    /// A JSON dict column: `{}` when `None`, as Magnum's JSONEncodedDict writes it.
+    HealthStatusReason(Option<Map<String, Value>>),
+    StackId(Option<String>),
+    ApiAddress(Option<String>),
+    CoeVersion(Option<String>),
+    ClusterTemplateId(String),
+}
+
+/// A change to one column of `nodegroup`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeGroupSet {
+    Status(String),
+    StackId(Option<String>),
+    StatusReason(Option<String>),
+    Version(Option<String>),
+    /// A count written outside a resize (a resize goes through `Store::accept_resize`).
+    NodeCount(i64),
+    MinNodeCount(i64),
+    MaxNodeCount(Option<i64>),
+    NodeLabels(Option<Map<String, Value>>),
+    NodeTaints(Option<Vec<Value>>),
+    /// A JSON list column: `[]` when empty, as Magnum's JSONEncodedList writes it.
+    NodeAddresses(Vec<Value>),
+}
+
+impl ClusterSet {
+    /// `status` with an empty `status_reason`, the pair every state change writes.
+    pub fn status(status: &str) -> [ClusterSet; 2] {
+        [
+            ClusterSet::Status(status.to_string()),
+            ClusterSet::StatusReason(None),
+        ]
+    }
+
+    /// A `*_FAILED` status with its reason.
+    pub fn failed(status: &str, reason: &str) -> [ClusterSet; 2] {
+        [
+            ClusterSet::Status(status.to_string()),
+            ClusterSet::StatusReason(Some(reason.to_string())),
+        ]
+    }
+
+    pub(crate) fn column(&self) -> &'static str {
+        match self {
+            ClusterSet::Status(_) => "status",
+            ClusterSet::StatusReason(_) => "status_reason",
+            ClusterSet::HealthStatus(_) => "health_status",
+            ClusterSet::HealthStatusReason(_) => "health_status_reason",
+            ClusterSet::StackId(_) => "stack_id",
+            ClusterSet::ApiAddress(_) => "api_address",
+            ClusterSet::CoeVersion(_) => "coe_version",
+            ClusterSet::ClusterTemplateId(_) => "cluster_template_id",
+        }
+    }
+
+    pub(crate) fn bind(&self) -> Bind {
+        match self {
+            ClusterSet::Status(s) | ClusterSet::ClusterTemplateId(s) => Bind::text(s),
+            ClusterSet::StatusReason(s)
+            | ClusterSet::HealthStatus(s)
+            | ClusterSet::StackId(s)
+            | ClusterSet::ApiAddress(s)
+            | ClusterSet::CoeVersion(s) => Bind::Text(s.clone()),
+            ClusterSet::HealthStatusReason(m) => Bind::json_map(m),
+        }
+    }
+}
+
+impl NodeGroupSet {
+    /// `status` with an empty `status_reason`.
+    pub fn status(status: &str) -> [NodeGroupSet; 2] {
+        [
+            NodeGroupSet::Status(status.to_string()),
+            NodeGroupSet::StatusReason(None),
+        ]
+    }
+
+    /// A `*_FAILED` status with its reason.
+    pub fn failed(status: &str, reason: &str) -> [NodeGroupSet; 2] {
+        [
+            NodeGroupSet::Status(status.to_string()),
+            NodeGroupSet::StatusReason(Some(reason.to_string())),
+        ]
+    }
+
+    pub(crate) fn column(&self) -> &'static str {
+        match self {
+            NodeGroupSet::Status(_) => "status",
+            NodeGroupSet::StackId(_) => "stack_id",
+            NodeGroupSet::StatusReason(_) => "status_reason",
+            NodeGroupSet::Version(_) => "version",
+            NodeGroupSet::NodeCount(_) => "node_count",
+            NodeGroupSet::MinNodeCount(_) => "min_node_count",
+            NodeGroupSet::MaxNodeCount(_) => "max_node_count",
+            NodeGroupSet::NodeLabels(_) => "node_labels",
+            NodeGroupSet::NodeTaints(_) => "node_taints",
+            NodeGroupSet::NodeAddresses(_) => "node_addresses",
+        }
+    }
+
+    pub(crate) fn bind(&self) -> Bind {
+        match self {
+            NodeGroupSet::Status(s) => Bind::text(s),
+            NodeGroupSet::StatusReason(s) | NodeGroupSet::StackId(s) | NodeGroupSet::Version(s) => {
+                Bind::Text(s.clone())
+            }
+            NodeGroupSet::NodeCount(n) | NodeGroupSet::MinNodeCount(n) => Bind::Int(Some(*n)),
+            NodeGroupSet::MaxNodeCount(n) => Bind::Int(*n),
+            NodeGroupSet::NodeLabels(m) => Bind::json(m),
+            NodeGroupSet::NodeTaints(t) => Bind::json(t),
+            NodeGroupSet::NodeAddresses(a) => Bind::json_list(&Some(a.clone())),
+        }
+    }
+}
+
+/// The `(column, bind)` pairs of a set of changes, for [`super::update_columns`].
+pub(crate) fn cluster_columns(changes: &[ClusterSet]) -> Vec<(&'static str, Bind)> {
+    changes.iter().map(|c| (c.column(), c.bind())).collect()
+}
+
+pub(crate) fn nodegroup_columns(changes: &[NodeGroupSet]) -> Vec<(&'static str, Bind)> {
+    changes.iter().map(|c| (c.column(), c.bind())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::columns::{CLUSTER_COLUMNS, NODEGROUP_COLUMNS};
+    use super::*;
+
+    #[test]
+    fn every_change_names_a_column_of_its_table() {
+        let cluster = [
+            ClusterSet::Status(String::new()),
+            ClusterSet::StatusReason(None),
+            ClusterSet::HealthStatus(None),
+            ClusterSet::HealthStatusReason(None),
+            ClusterSet::StackId(None),
+            ClusterSet::ApiAddress(None),
+            ClusterSet::CoeVersion(None),
+            ClusterSet::ClusterTemplateId(String::new()),
+        ];
+        for c in &cluster {
+            assert!(
+                CLUSTER_COLUMNS.iter().any(|(n, _)| *n == c.column()),
+                "{c:?}"
+            );
+        }
+        let nodegroup = [
+            NodeGroupSet::Status(String::new()),
+            NodeGroupSet::StackId(None),
+            NodeGroupSet::StatusReason(None),
+            NodeGroupSet::Version(None),
+            NodeGroupSet::NodeCount(0),
+            NodeGroupSet::MinNodeCount(0),
+            NodeGroupSet::MaxNodeCount(None),
+            NodeGroupSet::NodeLabels(None),
+            NodeGroupSet::NodeTaints(None),
+            NodeGroupSet::NodeAddresses(Vec::new()),
+        ];
+        for c in &nodegroup {
+            assert!(
+                NODEGROUP_COLUMNS.iter().any(|(n, _)| *n == c.column()),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_columns_are_written_as_magnum_writes_them() {
+        assert_eq!(
+            ClusterSet::HealthStatusReason(None).bind(),
+            Bind::Text(Some("{}".into()))
+        );
+        assert_eq!(
+            NodeGroupSet::NodeAddresses(Vec::new()).bind(),
+            Bind::Text(Some("[]".into()))
+        );
+        assert_eq!(NodeGroupSet::NodeLabels(None).bind(), Bind::Text(None));
+    }
+}
