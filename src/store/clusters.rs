@@ -1,12 +1,12 @@
 //! `cluster` rows, created together with their default nodegroups.
 
 use super::changes::{cluster_columns, ClusterSet};
-use super::columns::{cluster_from_row, cluster_select, CLUSTER_COLUMNS};
+use super::columns::{cluster_from_row, cluster_select};
 use super::keys::ClusterBy;
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
 use super::sort_key::Table;
-use super::{bind_all, now, update_columns, Bind, Page, Store};
+use super::{bind_all, insert_row, now, update_columns, Bind, Page, Store};
 use crate::model::{Cluster, NodeGroup, Tenancy};
 
 /// `_add_tenant_filters` for alias `t`.
@@ -22,6 +22,43 @@ pub(crate) fn tenancy_filter(tenancy: &Tenancy, binds: &mut Vec<Bind>) -> &'stat
             " AND t.user_id = ?"
         }
     }
+}
+
+/// The columns an insert writes (every column but `id` and `updated_at`), named.
+fn cluster_values(c: &Cluster, created_at: &str) -> Vec<(&'static str, Bind)> {
+    vec![
+        ("uuid", Bind::text(&c.uuid)),
+        ("project_id", Bind::Text(c.project_id.clone())),
+        ("user_id", Bind::Text(c.user_id.clone())),
+        ("name", Bind::Text(c.name.clone())),
+        (
+            "cluster_template_id",
+            Bind::Text(c.cluster_template_id.clone()),
+        ),
+        ("keypair", Bind::Text(c.keypair.clone())),
+        ("docker_volume_size", Bind::Int(c.docker_volume_size)),
+        ("labels", Bind::json_map(&c.labels)),
+        ("master_flavor_id", Bind::Text(c.master_flavor_id.clone())),
+        ("flavor_id", Bind::Text(c.flavor_id.clone())),
+        ("stack_id", Bind::Text(c.stack_id.clone())),
+        ("api_address", Bind::Text(c.api_address.clone())),
+        ("status", Bind::Text(c.status.clone())),
+        ("status_reason", Bind::Text(c.status_reason.clone())),
+        ("health_status", Bind::Text(c.health_status.clone())),
+        (
+            "health_status_reason",
+            Bind::json_map(&c.health_status_reason),
+        ),
+        ("create_timeout", Bind::Int(c.create_timeout)),
+        ("discovery_url", Bind::Text(c.discovery_url.clone())),
+        ("coe_version", Bind::Text(c.coe_version.clone())),
+        ("container_version", Bind::Text(c.container_version.clone())),
+        ("fixed_network", Bind::Text(c.fixed_network.clone())),
+        ("fixed_subnet", Bind::Text(c.fixed_subnet.clone())),
+        ("floating_ip_enabled", Bind::Bool(c.floating_ip_enabled)),
+        ("master_lb_enabled", Bind::Bool(c.master_lb_enabled)),
+        ("created_at", Bind::text(created_at)),
+    ]
 }
 
 impl Store {
@@ -78,47 +115,9 @@ impl Store {
         op: Option<&NewOperation>,
     ) -> Result<Cluster, sqlx::Error> {
         let created = now();
-        let binds = vec![
-            Bind::text(&c.uuid),
-            Bind::Text(c.project_id.clone()),
-            Bind::Text(c.user_id.clone()),
-            Bind::Text(c.name.clone()),
-            Bind::Text(c.cluster_template_id.clone()),
-            Bind::Text(c.keypair.clone()),
-            Bind::Int(c.docker_volume_size),
-            Bind::json_map(&c.labels),
-            Bind::Text(c.master_flavor_id.clone()),
-            Bind::Text(c.flavor_id.clone()),
-            Bind::Text(c.stack_id.clone()),
-            Bind::Text(c.api_address.clone()),
-            Bind::Text(c.status.clone()),
-            Bind::Text(c.status_reason.clone()),
-            Bind::Text(c.health_status.clone()),
-            Bind::json_map(&c.health_status_reason),
-            Bind::Int(c.create_timeout),
-            Bind::Text(c.discovery_url.clone()),
-            Bind::Text(c.coe_version.clone()),
-            Bind::Text(c.container_version.clone()),
-            Bind::Text(c.fixed_network.clone()),
-            Bind::Text(c.fixed_subnet.clone()),
-            Bind::Bool(c.floating_ip_enabled),
-            Bind::Bool(c.master_lb_enabled),
-            Bind::Text(Some(created.clone())),
-        ];
-        let cols: Vec<&str> = CLUSTER_COLUMNS
-            .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| *c != "id" && *c != "updated_at")
-            .collect();
-        let sql = format!(
-            "INSERT INTO cluster ({}) VALUES ({})",
-            cols.join(", "),
-            vec!["?"; cols.len()].join(", ")
-        );
+        let values = cluster_values(c, &created);
         let mut tx = self.begin().await?;
-        bind_all(sqlx::query(&sql), &binds)
-            .execute(&mut *tx)
-            .await?;
+        insert_row(&mut *tx, "cluster", &values).await?;
         for ng in nodegroups {
             insert_nodegroup_on(&mut tx, ng, &created).await?;
         }
@@ -168,5 +167,26 @@ impl Store {
             .bind(project_id.to_string())
             .fetch_one(&mut self.conn().await?)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::columns::CLUSTER_COLUMNS;
+    use super::*;
+
+    /// Each written value is named, and the names are the table's columns read back.
+    #[test]
+    fn cluster_values_name_every_column_the_reads_know() {
+        let written: Vec<&str> = cluster_values(&Cluster::default(), "now")
+            .iter()
+            .map(|(c, _)| *c)
+            .collect();
+        let known: Vec<&str> = CLUSTER_COLUMNS
+            .iter()
+            .map(|(c, _)| *c)
+            .filter(|c| !["id", "updated_at"].contains(c))
+            .collect();
+        assert_eq!(written, known);
     }
 }

@@ -192,6 +192,28 @@ pub(crate) fn bind_all<'q>(
     q
 }
 
+/// `INSERT INTO <table> (a, b, …) VALUES (?, ?, …)` of named values on any executor.
+pub(crate) async fn insert_row<'e, E>(
+    exec: E,
+    table: &str,
+    values: &[(&'static str, Bind)],
+) -> Result<u64, sqlx::Error>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    let names: Vec<&str> = values.iter().map(|(c, _)| *c).collect();
+    let sql = format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        vec!["?"; names.len()].join(", ")
+    );
+    let binds: Vec<Bind> = values.iter().map(|(_, b)| b.clone()).collect();
+    Ok(bind_all(sqlx::query(&sql), &binds)
+        .execute(exec)
+        .await?
+        .rows_affected())
+}
+
 /// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE id = ?` on any executor.
 pub(crate) async fn update_columns<'e, E>(
     exec: E,

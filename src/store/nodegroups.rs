@@ -6,10 +6,10 @@ use serde_json::Value;
 use sqlx::{AnyConnection, Row as _};
 
 use super::changes::{nodegroup_columns, NodeGroupSet};
-use super::columns::{nodegroup_from_row, nodegroup_select, text_at, NODEGROUP_COLUMNS};
+use super::columns::{nodegroup_from_row, nodegroup_select, text_at};
 use super::keys::NodeGroupBy;
 use super::sort_key::Table;
-use super::{bind_all, now, update_columns, Bind, Page, Store};
+use super::{bind_all, insert_row, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
 
 /// Filters for a nodegroup list or lookup within one cluster.
@@ -33,28 +33,30 @@ impl NodeGroupFilter {
     }
 }
 
-fn nodegroup_binds(ng: &NodeGroup) -> Vec<Bind> {
+/// The columns an insert writes (every column but `id` and `updated_at`), named.
+fn nodegroup_values(ng: &NodeGroup, created_at: &str) -> Vec<(&'static str, Bind)> {
     vec![
-        Bind::text(&ng.uuid),
-        Bind::text(&ng.name),
-        Bind::text(&ng.cluster_id),
-        Bind::text(&ng.project_id),
-        Bind::Int(ng.docker_volume_size),
-        Bind::json_map(&ng.labels),
-        Bind::Text(ng.flavor_id.clone()),
-        Bind::Text(ng.image_id.clone()),
-        Bind::json_list(&ng.node_addresses),
-        Bind::Int(Some(ng.node_count)),
-        Bind::Int(ng.max_node_count),
-        Bind::Int(Some(ng.min_node_count)),
-        Bind::Text(ng.role.clone()),
-        Bind::Bool(ng.is_default),
-        Bind::Text(ng.stack_id.clone()),
-        Bind::Text(ng.status.clone()),
-        Bind::Text(ng.status_reason.clone()),
-        Bind::Text(ng.version.clone()),
-        Bind::json_map(&ng.node_labels),
-        Bind::json_list(&ng.node_taints),
+        ("uuid", Bind::text(&ng.uuid)),
+        ("name", Bind::text(&ng.name)),
+        ("cluster_id", Bind::text(&ng.cluster_id)),
+        ("project_id", Bind::text(&ng.project_id)),
+        ("docker_volume_size", Bind::Int(ng.docker_volume_size)),
+        ("labels", Bind::json_map(&ng.labels)),
+        ("flavor_id", Bind::Text(ng.flavor_id.clone())),
+        ("image_id", Bind::Text(ng.image_id.clone())),
+        ("node_addresses", Bind::json_list(&ng.node_addresses)),
+        ("node_count", Bind::Int(Some(ng.node_count))),
+        ("max_node_count", Bind::Int(ng.max_node_count)),
+        ("min_node_count", Bind::Int(Some(ng.min_node_count))),
+        ("role", Bind::Text(ng.role.clone())),
+        ("is_default", Bind::Bool(ng.is_default)),
+        ("stack_id", Bind::Text(ng.stack_id.clone())),
+        ("status", Bind::Text(ng.status.clone())),
+        ("status_reason", Bind::Text(ng.status_reason.clone())),
+        ("version", Bind::Text(ng.version.clone())),
+        ("node_labels", Bind::json_map(&ng.node_labels)),
+        ("node_taints", Bind::json_list(&ng.node_taints)),
+        ("created_at", Bind::text(created_at)),
     ]
 }
 
@@ -63,19 +65,7 @@ pub(crate) async fn insert_nodegroup_on(
     ng: &NodeGroup,
     created_at: &str,
 ) -> Result<(), sqlx::Error> {
-    let cols: Vec<&str> = NODEGROUP_COLUMNS
-        .iter()
-        .map(|(c, _)| *c)
-        .filter(|c| *c != "id" && *c != "updated_at")
-        .collect();
-    let sql = format!(
-        "INSERT INTO nodegroup ({}) VALUES ({})",
-        cols.join(", "),
-        vec!["?"; cols.len()].join(", ")
-    );
-    let mut binds = nodegroup_binds(ng);
-    binds.push(Bind::text(created_at));
-    bind_all(sqlx::query(&sql), &binds).execute(conn).await?;
+    insert_row(conn, "nodegroup", &nodegroup_values(ng, created_at)).await?;
     Ok(())
 }
 
@@ -236,5 +226,26 @@ impl Store {
             .execute(&mut self.conn().await?)
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::columns::NODEGROUP_COLUMNS;
+    use super::*;
+
+    /// Each written value is named, and the names are the table's columns read back.
+    #[test]
+    fn nodegroup_values_name_every_column_the_reads_know() {
+        let written: Vec<&str> = nodegroup_values(&NodeGroup::default(), "now")
+            .iter()
+            .map(|(c, _)| *c)
+            .collect();
+        let known: Vec<&str> = NODEGROUP_COLUMNS
+            .iter()
+            .map(|(c, _)| *c)
+            .filter(|c| !["id", "updated_at"].contains(c))
+            .collect();
+        assert_eq!(written, known);
     }
 }

@@ -1,9 +1,9 @@
 //! `cluster_template` rows.
 
-use super::columns::{template_from_row, template_select, text_at, TEMPLATE_COLUMNS};
+use super::columns::{template_from_row, template_select, text_at};
 use super::keys::TemplateBy;
 use super::sort_key::Table;
-use super::{bind_all, now, update_columns, Bind, Page, Store};
+use super::{bind_all, insert_row, now, update_columns, Bind, Page, Store};
 use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
 
 /// Which templates a caller sees: its own (or all, for an admin with `all_tenants`), public
@@ -138,21 +138,9 @@ impl Store {
         &self,
         t: &ClusterTemplate,
     ) -> Result<ClusterTemplate, sqlx::Error> {
-        let created = now();
-        let binds = template_binds(t, Some(created));
-        let cols: Vec<&str> = TEMPLATE_COLUMNS
-            .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| *c != "id" && *c != "updated_at")
-            .collect();
-        let sql = format!(
-            "INSERT INTO cluster_template ({}) VALUES ({})",
-            cols.join(", "),
-            vec!["?"; cols.len()].join(", ")
-        );
-        bind_all(sqlx::query(&sql), &binds)
-            .execute(&mut self.conn().await?)
-            .await?;
+        let mut values = template_values(t);
+        values.push(("created_at", Bind::text(now())));
+        insert_row(&mut self.conn().await?, "cluster_template", &values).await?;
         self.template_by_uuid(&t.uuid)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
@@ -160,12 +148,7 @@ impl Store {
 
     /// Writes every mutable column of `t` (PATCH applies to a copy read in the same request).
     pub async fn update_template(&self, t: &ClusterTemplate) -> Result<(), sqlx::Error> {
-        let binds = template_binds(t, None);
-        let cols = TEMPLATE_COLUMNS
-            .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| !matches!(*c, "id" | "created_at" | "updated_at"));
-        let changes: Vec<(&str, Bind)> = cols.zip(binds).collect();
+        let changes = template_values(t);
         update_columns(&mut self.conn().await?, "cluster_template", t.id, &changes).await?;
         Ok(())
     }
@@ -190,44 +173,69 @@ impl Store {
 }
 
 /// Binds in `TEMPLATE_COLUMNS` order, without `id`/`updated_at`; with `created_at` when given.
-fn template_binds(t: &ClusterTemplate, created_at: Option<String>) -> Vec<Bind> {
-    let mut b = vec![
-        Bind::text(&t.uuid),
-        Bind::Text(t.project_id.clone()),
-        Bind::Text(t.user_id.clone()),
-        Bind::Text(t.name.clone()),
-        Bind::Text(t.image_id.clone()),
-        Bind::Text(t.flavor_id.clone()),
-        Bind::Text(t.master_flavor_id.clone()),
-        Bind::Text(t.keypair_id.clone()),
-        Bind::Text(t.external_network_id.clone()),
-        Bind::Text(t.fixed_network.clone()),
-        Bind::Text(t.fixed_subnet.clone()),
-        Bind::Text(t.network_driver.clone()),
-        Bind::Text(t.volume_driver.clone()),
-        Bind::Text(t.dns_nameserver.clone()),
-        Bind::Int(t.apiserver_port),
-        Bind::Int(t.docker_volume_size),
-        Bind::Text(t.docker_storage_driver.clone()),
-        Bind::Text(t.cluster_distro.clone()),
-        Bind::Text(t.coe.clone()),
-        Bind::Text(t.http_proxy.clone()),
-        Bind::Text(t.https_proxy.clone()),
-        Bind::Text(t.no_proxy.clone()),
-        Bind::Bool(t.registry_enabled),
-        Bind::json_map(&t.labels),
-        Bind::Bool(t.tls_disabled),
-        Bind::Bool(t.public),
-        Bind::Text(t.server_type.clone()),
-        Bind::Text(t.insecure_registry.clone()),
-        Bind::Bool(t.master_lb_enabled),
-        Bind::Bool(t.floating_ip_enabled),
-        Bind::Bool(t.hidden),
-        Bind::Text(t.tags.clone()),
-        Bind::Text(t.driver.clone()),
-    ];
-    if let Some(c) = created_at {
-        b.push(Bind::Text(Some(c)));
+/// The columns of a template that an insert or a PATCH writes (every column but `id`,
+/// `created_at` and `updated_at`), named.
+fn template_values(t: &ClusterTemplate) -> Vec<(&'static str, Bind)> {
+    vec![
+        ("uuid", Bind::text(&t.uuid)),
+        ("project_id", Bind::Text(t.project_id.clone())),
+        ("user_id", Bind::Text(t.user_id.clone())),
+        ("name", Bind::Text(t.name.clone())),
+        ("image_id", Bind::Text(t.image_id.clone())),
+        ("flavor_id", Bind::Text(t.flavor_id.clone())),
+        ("master_flavor_id", Bind::Text(t.master_flavor_id.clone())),
+        ("keypair_id", Bind::Text(t.keypair_id.clone())),
+        (
+            "external_network_id",
+            Bind::Text(t.external_network_id.clone()),
+        ),
+        ("fixed_network", Bind::Text(t.fixed_network.clone())),
+        ("fixed_subnet", Bind::Text(t.fixed_subnet.clone())),
+        ("network_driver", Bind::Text(t.network_driver.clone())),
+        ("volume_driver", Bind::Text(t.volume_driver.clone())),
+        ("dns_nameserver", Bind::Text(t.dns_nameserver.clone())),
+        ("apiserver_port", Bind::Int(t.apiserver_port)),
+        ("docker_volume_size", Bind::Int(t.docker_volume_size)),
+        (
+            "docker_storage_driver",
+            Bind::Text(t.docker_storage_driver.clone()),
+        ),
+        ("cluster_distro", Bind::Text(t.cluster_distro.clone())),
+        ("coe", Bind::Text(t.coe.clone())),
+        ("http_proxy", Bind::Text(t.http_proxy.clone())),
+        ("https_proxy", Bind::Text(t.https_proxy.clone())),
+        ("no_proxy", Bind::Text(t.no_proxy.clone())),
+        ("registry_enabled", Bind::Bool(t.registry_enabled)),
+        ("labels", Bind::json_map(&t.labels)),
+        ("tls_disabled", Bind::Bool(t.tls_disabled)),
+        ("public", Bind::Bool(t.public)),
+        ("server_type", Bind::Text(t.server_type.clone())),
+        ("insecure_registry", Bind::Text(t.insecure_registry.clone())),
+        ("master_lb_enabled", Bind::Bool(t.master_lb_enabled)),
+        ("floating_ip_enabled", Bind::Bool(t.floating_ip_enabled)),
+        ("hidden", Bind::Bool(t.hidden)),
+        ("tags", Bind::Text(t.tags.clone())),
+        ("driver", Bind::Text(t.driver.clone())),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::columns::TEMPLATE_COLUMNS;
+    use super::*;
+
+    /// Each written value is named, and the names are the table's columns read back.
+    #[test]
+    fn template_values_name_every_column_the_reads_know() {
+        let written: Vec<&str> = template_values(&ClusterTemplate::default())
+            .iter()
+            .map(|(c, _)| *c)
+            .collect();
+        let known: Vec<&str> = TEMPLATE_COLUMNS
+            .iter()
+            .map(|(c, _)| *c)
+            .filter(|c| !["id", "created_at", "updated_at"].contains(c))
+            .collect();
+        assert_eq!(written, known);
     }
-    b
 }
