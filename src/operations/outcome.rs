@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use super::dispatch::{Done, Subject};
-use super::Conductor;
+use super::{transitions, Conductor};
 use crate::drivers::{Progress, WaitOn};
-use crate::model::{status, NodeGroup};
+use crate::model::NodeGroup;
 use crate::store::operations::{Batch, OpKind, OpState, Operation, Wait};
 use crate::store::{ClusterSet, NodeGroupSet};
 
@@ -108,11 +108,16 @@ pub async fn finish(
     from: OpState,
 ) -> Result<(), sqlx::Error> {
     let cluster_done = !others_open(state, op).await?;
+    let ends = transitions::completed(op.kind(), cluster_done);
     let mut batch = Batch::default();
-    let cluster_status = |b: Batch, st: &str| b.cluster(s.cluster.id, ClusterSet::status(st));
     match op.kind() {
         OpKind::CreateCluster => {
-            let mut ch = ClusterSet::status(status::CREATE_COMPLETE).to_vec();
+            let mut ch: Vec<ClusterSet> = ends
+                .cluster
+                .map(ClusterSet::status)
+                .into_iter()
+                .flatten()
+                .collect();
             // Every real driver shows the Kubernetes version by now: the control plane's,
             // or the template's kube_tag.
             let facts = s.driver.facts(&s.cluster);
@@ -135,8 +140,10 @@ pub async fn finish(
                 ch.push(ClusterSet::ApiAddress(Some(a)));
             }
             batch = batch.cluster(s.cluster.id, ch);
-            for ng in &s.nodegroups {
-                batch = batch.nodegroup(ng.id, NodeGroupSet::status(status::CREATE_COMPLETE));
+            if let Some(ng_status) = ends.nodegroup {
+                for ng in &s.nodegroups {
+                    batch = batch.nodegroup(ng.id, NodeGroupSet::status(ng_status));
+                }
             }
         }
         OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
@@ -144,17 +151,12 @@ pub async fn finish(
             if let Some(ng) = &s.nodegroup {
                 batch = batch.delete_nodegroup(ng.id);
             }
-            if cluster_done {
-                batch = cluster_status(batch, status::UPDATE_COMPLETE);
+            if let Some(st) = ends.cluster {
+                batch = batch.cluster(s.cluster.id, ClusterSet::status(st));
             }
         }
         kind => {
-            let ng_status = if kind == OpKind::CreateNodeGroup {
-                status::CREATE_COMPLETE
-            } else {
-                status::UPDATE_COMPLETE
-            };
-            if let Some(ng) = &s.nodegroup {
+            if let (Some(ng), Some(ng_status)) = (&s.nodegroup, ends.nodegroup) {
                 let mut ch = NodeGroupSet::status(ng_status).to_vec();
                 if kind == OpKind::Upgrade {
                     ch.push(NodeGroupSet::Version(kube_tag(state, op).await?));
@@ -162,8 +164,8 @@ pub async fn finish(
                 batch = batch.nodegroup(ng.id, ch);
             }
             let mut ch = Vec::new();
-            if cluster_done {
-                ch.extend(ClusterSet::status(status::UPDATE_COMPLETE));
+            if let Some(st) = ends.cluster {
+                ch.extend(ClusterSet::status(st));
             }
             if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
                 if let Some(t) = op.payload.upgrade_template() {
@@ -207,13 +209,7 @@ pub async fn fail(
     from: OpState,
 ) -> Result<(), sqlx::Error> {
     let store = &state.store;
-    let (cluster_status, ng_status) = match op.kind() {
-        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
-        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
-        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
-        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
-        _ => (status::UPDATE_FAILED, status::UPDATE_FAILED),
-    };
+    let ends = transitions::failed(op.kind());
     let mut batch = Batch::default();
     if op.kind() == OpKind::Resize {
         if let (Some(ng), Some(new), Some(old)) = (op.nodegroup_id, op.new_count, op.old_count) {
@@ -246,12 +242,16 @@ pub async fn fail(
         }
     };
     if let Some(cluster) = cluster {
-        batch = batch.cluster(cluster.id, ClusterSet::failed(cluster_status, reason));
-        if let Some(ng) = &nodegroup {
-            batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
-        } else if op.kind() == OpKind::CreateCluster {
-            for ng in &nodegroups {
+        if let Some(st) = ends.cluster {
+            batch = batch.cluster(cluster.id, ClusterSet::failed(st, reason));
+        }
+        if let Some(ng_status) = ends.nodegroup {
+            if let Some(ng) = &nodegroup {
                 batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
+            } else if op.kind() == OpKind::CreateCluster {
+                for ng in &nodegroups {
+                    batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
+                }
             }
         }
     }

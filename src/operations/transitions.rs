@@ -1,0 +1,123 @@
+//! The statuses an operation leaves behind, as pure functions of its kind (Magnum's
+//! conductor handlers and its `ClusterStatus` rules); [`super::outcome`] writes them.
+
+use crate::model::status;
+use crate::store::operations::OpKind;
+
+/// The cluster's and the operation's nodegroup's status after an operation ends; `None`
+/// where the operation writes none (a row it removes, a cluster with other work open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Statuses {
+    pub cluster: Option<&'static str>,
+    pub nodegroup: Option<&'static str>,
+}
+
+/// After the backend finished an operation of `kind`. `cluster_done`: no other operation of
+/// the cluster is open; until then the cluster stays in progress.
+pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
+    let cluster = cluster_done.then_some(status::UPDATE_COMPLETE);
+    match kind {
+        // Every nodegroup of the new cluster completes with it.
+        OpKind::CreateCluster => Statuses {
+            cluster: Some(status::CREATE_COMPLETE),
+            nodegroup: Some(status::CREATE_COMPLETE),
+        },
+        // The rows are removed.
+        OpKind::DeleteCluster => Statuses {
+            cluster: None,
+            nodegroup: None,
+        },
+        OpKind::DeleteNodeGroup => Statuses {
+            cluster,
+            nodegroup: None,
+        },
+        OpKind::CreateNodeGroup => Statuses {
+            cluster,
+            nodegroup: Some(status::CREATE_COMPLETE),
+        },
+        OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup => Statuses {
+            cluster,
+            nodegroup: Some(status::UPDATE_COMPLETE),
+        },
+    }
+}
+
+/// After the driver or the backend failed an operation of `kind`: both always written, with
+/// the reason.
+pub fn failed(kind: OpKind) -> Statuses {
+    let (cluster, nodegroup) = match kind {
+        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
+        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
+        OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup => {
+            (status::UPDATE_FAILED, status::UPDATE_FAILED)
+        }
+    };
+    Statuses {
+        cluster: Some(cluster),
+        nodegroup: Some(nodegroup),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [OpKind; 7] = [
+        OpKind::CreateCluster,
+        OpKind::DeleteCluster,
+        OpKind::Resize,
+        OpKind::Upgrade,
+        OpKind::CreateNodeGroup,
+        OpKind::UpdateNodeGroup,
+        OpKind::DeleteNodeGroup,
+    ];
+
+    #[test]
+    fn a_cluster_with_other_work_open_stays_in_progress() {
+        for kind in ALL {
+            let open = completed(kind, false);
+            if kind == OpKind::CreateCluster {
+                assert_eq!(open.cluster, Some(status::CREATE_COMPLETE));
+            } else {
+                assert_eq!(open.cluster, None, "{kind:?}");
+            }
+        }
+        assert_eq!(
+            completed(OpKind::Resize, true).cluster,
+            Some(status::UPDATE_COMPLETE)
+        );
+    }
+
+    #[test]
+    fn nodegroup_statuses_follow_magnums_conductor() {
+        assert_eq!(
+            completed(OpKind::CreateNodeGroup, true).nodegroup,
+            Some(status::CREATE_COMPLETE)
+        );
+        assert_eq!(completed(OpKind::DeleteNodeGroup, true).nodegroup, None);
+        assert_eq!(
+            failed(OpKind::CreateNodeGroup),
+            Statuses {
+                cluster: Some(status::UPDATE_FAILED),
+                nodegroup: Some(status::CREATE_FAILED)
+            }
+        );
+        assert_eq!(
+            failed(OpKind::DeleteNodeGroup).nodegroup,
+            Some(status::DELETE_FAILED)
+        );
+    }
+
+    #[test]
+    fn every_failure_is_a_failed_status() {
+        for kind in ALL {
+            let f = failed(kind);
+            for s in [f.cluster, f.nodegroup] {
+                let s = s.expect("a failure writes both");
+                assert!(status::FAILED.contains(&s), "{kind:?}: {s}");
+            }
+        }
+    }
+}
