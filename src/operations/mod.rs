@@ -22,6 +22,7 @@ pub mod dispatch;
 pub mod handle;
 pub mod outcome;
 pub mod reconcile;
+mod reports;
 pub mod transitions;
 pub mod worker;
 

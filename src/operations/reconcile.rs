@@ -11,16 +11,16 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::dispatch::{load, Subject};
 use super::outcome;
+use super::reports::{record_facts, show_reason};
 use super::Conductor;
-use crate::drivers::{Change, InFlight, NodeGroupRef, Verdict};
-use crate::model::{Cluster, NodeGroup, Tenancy};
+use crate::drivers::{Change, InFlight, Verdict};
+use crate::model::{NodeGroup, Tenancy};
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::{ClusterBy, ClusterSet, NodeGroupSet};
+use crate::store::ClusterBy;
 use crate::telemetry::metrics;
 
 /// How often stored deadlines are checked.
@@ -242,82 +242,4 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
             show_reason(state, &subject, reason).await
         }
     }
-}
-
-/// The controllers' message as `status_reason` while in flight (written when it changed).
-async fn show_reason(
-    state: &Conductor,
-    s: &Subject,
-    reason: Option<String>,
-) -> Result<(), sqlx::Error> {
-    if reason.is_none() {
-        return Ok(());
-    }
-    if let Some(ng) = &s.nodegroup {
-        if ng.status_reason != reason {
-            state
-                .store
-                .update_nodegroup(ng.id, &[NodeGroupSet::StatusReason(reason.clone())])
-                .await?;
-            metrics::reconcile_write("reason");
-        }
-    }
-    if s.cluster.status_reason != reason {
-        state
-            .store
-            .update_cluster(s.cluster.id, &[ClusterSet::StatusReason(reason)])
-            .await?;
-        metrics::reconcile_write("reason");
-    }
-    Ok(())
-}
-
-/// Writes what the backend shows about a cluster (`api_address`, `coe_version`,
-/// `node_addresses`) where it differs from the row.
-async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::Error> {
-    let Some(template_id) = &cluster.cluster_template_id else {
-        return Ok(());
-    };
-    let Some(template) = state.store.template_for_driver(template_id).await? else {
-        return Ok(());
-    };
-    let Ok(driver) = state.drivers.for_template(&template) else {
-        return Ok(());
-    };
-    let Some(facts) = driver.facts(cluster) else {
-        return Ok(());
-    };
-    let mut ch = Vec::new();
-    if facts.api_address.is_some() && facts.api_address != cluster.api_address {
-        ch.push(ClusterSet::ApiAddress(facts.api_address.clone()));
-    }
-    if facts.coe_version.is_some() && facts.coe_version != cluster.coe_version {
-        ch.push(ClusterSet::CoeVersion(facts.coe_version.clone()));
-    }
-    if !ch.is_empty() {
-        state.store.update_cluster(cluster.id, &ch).await?;
-        metrics::reconcile_write("facts");
-    }
-    let ngs = state
-        .store
-        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
-        .await?;
-    for (which, addresses) in &facts.addresses {
-        let found = ngs.iter().find(|n| match which {
-            NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),
-            NodeGroupRef::Worker(name) => !n.is_master() && n.name == *name,
-        });
-        if let Some(ng) = found {
-            let new: Vec<Value> = addresses.iter().cloned().map(Value::String).collect();
-            let current = ng.node_addresses.clone().unwrap_or_default();
-            if current != new {
-                state
-                    .store
-                    .update_nodegroup(ng.id, &[NodeGroupSet::NodeAddresses(new)])
-                    .await?;
-                metrics::reconcile_write("facts");
-            }
-        }
-    }
-    Ok(())
 }
