@@ -12,6 +12,7 @@ use super::validate::{enforce_volume_storage_size, validate_drivers, DEFAULT_NET
 use super::view::render;
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::extract::MagnumBody;
 use crate::api::query::{base_url, Query};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
@@ -84,7 +85,7 @@ pub(super) async fn create_template(
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<Response> {
     Query::parse(raw.as_deref(), &[])?;
     let ClusterTemplateCreate {

@@ -8,13 +8,14 @@ mod update;
 mod validate;
 mod view;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::member_post_error;
+use super::extract::MagnumPath;
 use super::lookup;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
 use super::routes::Routes;
@@ -92,7 +93,7 @@ async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("cluster_template_ident".into())
 }
 
-async fn post_on_template(Path(ident): Path<String>) -> ApiError {
+async fn post_on_template(MagnumPath(ident): MagnumPath<String>) -> ApiError {
     member_post_error("cluster_template", "ClusterTemplate", &ident)
 }
 
@@ -101,7 +102,7 @@ async fn post_on_template(Path(ident): Path<String>) -> ApiError {
 /// collections").
 async fn detail_under_template(
     State(state): State<AppState>,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     ctx: RequestContext,
 ) -> ApiResult<Json<Value>> {
     check_marker(&ident)?;
@@ -144,7 +145,7 @@ async fn show_template(
     State(state): State<AppState>,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
@@ -170,7 +171,7 @@ async fn show_template(
 async fn delete_template(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;

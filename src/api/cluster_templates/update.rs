@@ -1,7 +1,6 @@
 //! `PATCH /v1/clustertemplates/{ident}` (`ClusterTemplatesController.patch`).
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::Value;
@@ -11,6 +10,7 @@ use super::validate::validate_drivers;
 use super::view::{render, template_doc};
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
+use crate::api::extract::{MagnumBody, MagnumPath};
 use crate::api::jsonpatch::{self, BASE_INTERNAL};
 use crate::api::lookup;
 use crate::api::query::{base_url, Query};
@@ -37,9 +37,9 @@ pub(super) async fn update_template(
     State(state): State<AppState>,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
     let ops = jsonpatch::parse(&bytes, &BASE_INTERNAL, NON_REMOVABLE)?;

@@ -4,13 +4,14 @@
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::HEALTH_STATUSES;
 use crate::api::authz::enforce;
 use crate::api::body::{check_name_pattern, Body};
 use crate::api::cluster_templates::enforce_volume_storage_size;
+use crate::api::extract::{ApiVersion, MagnumBody};
 use crate::api::lookup;
 use crate::api::microversion::Version;
 use crate::api::query::Query;
@@ -152,10 +153,10 @@ impl ClusterCreate {
 /// Mirrors `ClustersController.post` (both microversion variants): 202 `{"uuid"}`.
 pub(super) async fn create_cluster(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let req = ClusterCreate::from_body(&bytes)?;

@@ -5,13 +5,14 @@ mod create;
 mod update;
 mod view;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::{admin_all_tenants, enforce, enforce_on};
 use super::body::member_post_error;
+use super::extract::{ApiVersion, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
@@ -50,7 +51,7 @@ const HEALTH_STATUSES: [&str; 3] = ["HEALTHY", "UNHEALTHY", "UNKNOWN"];
 /// Mirrors `ClustersController.get_all`.
 async fn list_clusters(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
@@ -64,7 +65,7 @@ async fn list_clusters(
 /// Mirrors `ClustersController.detail`.
 async fn list_clusters_detail(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
@@ -80,7 +81,7 @@ async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("cluster_ident".into())
 }
 
-async fn post_on_cluster(Path(ident): Path<String>) -> ApiError {
+async fn post_on_cluster(MagnumPath(ident): MagnumPath<String>) -> ApiError {
     member_post_error("cluster", "Cluster", &ident)
 }
 
@@ -88,7 +89,7 @@ async fn post_on_cluster(Path(ident): Path<String>) -> ApiError {
 /// Magnum raises `HTTPNotFound` without arguments.
 async fn detail_under_cluster(
     State(state): State<AppState>,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     ctx: RequestContext,
 ) -> ApiResult<Json<Value>> {
     check_marker(&ident)?;
@@ -146,10 +147,10 @@ async fn collection(
 /// Mirrors `ClustersController.get_one`, with `faults` for failed clusters.
 async fn show_cluster(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
@@ -184,7 +185,7 @@ async fn show_cluster(
 async fn delete_cluster(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;

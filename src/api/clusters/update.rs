@@ -1,10 +1,9 @@
 //! `PATCH /v1/clusters/{ident}` (`ClustersController.patch`): a JSON patch of which only
 //! `node_count` (a resize of the default worker) and the health fields may change.
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::view::cluster_doc;
@@ -12,9 +11,9 @@ use super::HEALTH_STATUSES;
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
 use crate::api::cluster_actions::resize_refused;
+use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch;
 use crate::api::lookup;
-use crate::api::microversion::Version;
 use crate::api::query::Query;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, ClusterCounts, RequestContext, Tenancy};
@@ -68,11 +67,11 @@ pub fn validate_cluster_properties(delta: &[&str]) -> ApiResult<()> {
 /// `health_status` and `health_status_reason` may change. 202 `{"uuid"}`.
 pub(super) async fn update_cluster(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let allowed: &[&str] = if version.at_least(1, 3) {
         &["rollback"]

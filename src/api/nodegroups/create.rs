@@ -3,9 +3,9 @@
 use std::collections::BTreeSet;
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{Map, Value};
 
 use super::attributes::read_attrs;
@@ -14,8 +14,8 @@ use super::view::{nodegroup_doc, render_detail};
 use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::lookup;
-use crate::api::microversion::Version;
 use crate::api::query::{base_url, Query};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, NodeGroup, RequestContext, Tenancy};
@@ -100,12 +100,12 @@ impl NodeGroupCreate {
 /// Mirrors `NodeGroupController.post` (1.9+): 202 with the new nodegroup.
 pub(super) async fn create_nodegroup(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(cluster_ident): Path<String>,
+    MagnumPath(cluster_ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;

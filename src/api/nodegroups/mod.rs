@@ -11,13 +11,14 @@ mod view;
 
 use std::sync::Arc;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::{admin_all_tenants, enforce};
 use super::body::member_post_error;
+use super::extract::{ApiVersion, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, next_link, PageArgs, Query};
@@ -67,15 +68,15 @@ pub fn routes() -> Routes {
 
 /// `POST` on a member: WSME fails to build a `NodeGroup` from the path segment.
 async fn post_on_nodegroup(
-    Extension(version): Extension<Version>,
-    Path((_cluster, nodegroup)): Path<(String, String)>,
+    ApiVersion(version): ApiVersion,
+    MagnumPath((_cluster, nodegroup)): MagnumPath<(String, String)>,
 ) -> ApiResult<()> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Err(member_post_error("nodegroup", "NodeGroup", &nodegroup))
 }
 
 /// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
-async fn missing_nodegroup_ident(Extension(version): Extension<Version>) -> ApiResult<()> {
+async fn missing_nodegroup_ident(ApiVersion(version): ApiVersion) -> ApiResult<()> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Err(ApiError::MissingArgument("nodegroup_id".into()))
 }
@@ -87,10 +88,10 @@ fn project_filter(ctx: &RequestContext) -> Option<String> {
 /// Mirrors `NodeGroupController.get_all` (1.9+).
 async fn list_nodegroups(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(cluster_ident): Path<String>,
+    MagnumPath(cluster_ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
@@ -131,10 +132,10 @@ async fn list_nodegroups(
 /// Mirrors `NodeGroupController.get_one` (1.9+).
 async fn show_nodegroup(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path((cluster_ident, ng_ident)): Path<(String, String)>,
+    MagnumPath((cluster_ident, ng_ident)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
@@ -164,9 +165,9 @@ async fn driver_of(state: &AppState, cluster: &Cluster) -> ApiResult<Option<Arc<
 /// Mirrors `NodeGroupController.delete` (1.9+): 204; default nodegroups cannot be deleted.
 async fn delete_nodegroup(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
-    Path((cluster_ident, ng_ident)): Path<(String, String)>,
+    MagnumPath((cluster_ident, ng_ident)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;

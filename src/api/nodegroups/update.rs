@@ -1,10 +1,9 @@
 //! `PATCH /v1/clusters/{cluster}/nodegroups/{nodegroup}` (`NodeGroupController.patch`,
 //! 1.9+): only the autoscaling bounds and the node labels and taints may change.
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::Value;
 
 use super::attributes::read_attrs;
@@ -13,9 +12,9 @@ use super::view::{nodegroup_doc, render_detail};
 use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch::{self, BASE_INTERNAL};
 use crate::api::lookup;
-use crate::api::microversion::Version;
 use crate::api::query::{base_url, Query};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{RequestContext, Tenancy};
@@ -45,12 +44,12 @@ const PATCH_INTERNAL_EXTRA: &[&str] = &[
 /// Mirrors `NodeGroupController.patch` (1.9+): only min/max and node labels/taints.
 pub(super) async fn update_nodegroup(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path((cluster_ident, ng_ident)): Path<(String, String)>,
+    MagnumPath((cluster_ident, ng_ident)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
