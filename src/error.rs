@@ -5,6 +5,7 @@
 //! [`IntoResponse`] renders the envelope
 //! `{"errors":[{"request_id","code","status","title","detail","links"}]}`.
 
+use axum::extract::rejection::{BytesRejection, ExtensionRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -185,6 +186,25 @@ pub enum ApiError {
     ServiceUnavailable(String),
 }
 
+/// An extractor's refusal: axum's status and text, in Magnum's envelope.
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        ApiError::rejected(r.status(), r.body_text())
+    }
+}
+
+impl From<ExtensionRejection> for ApiError {
+    fn from(r: ExtensionRejection) -> Self {
+        ApiError::rejected(r.status(), r.body_text())
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(r: BytesRejection) -> Self {
+        ApiError::rejected(r.status(), r.body_text())
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         ApiError::Internal(e.into())
@@ -198,6 +218,14 @@ impl From<anyhow::Error> for ApiError {
 }
 
 impl ApiError {
+    /// What the HTTP framework refused by itself, with its status and (trimmed) text.
+    pub fn rejected(status: StatusCode, text: impl AsRef<str>) -> Self {
+        ApiError::Rejected {
+            status,
+            detail: text.as_ref().trim().to_string(),
+        }
+    }
+
     /// Builds Magnum's WSME type/constraint error.
     pub fn invalid_input(
         field: impl Into<String>,

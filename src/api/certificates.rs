@@ -5,14 +5,14 @@
 use super::routes::Routes;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::enforce_on;
 use super::body::Body;
+use super::extract::{MagnumBody, MagnumPath};
 use super::lookup;
 use super::query::{base_url, Query};
 use crate::drivers::Driver;
@@ -85,7 +85,7 @@ async fn show_ca_certificate(
     State(state): State<AppState>,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let q = Query::parse(raw.as_deref(), &["ca_cert_type"])?;
@@ -109,7 +109,7 @@ async fn sign_certificate(
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "certificate", ATTRIBUTES, &[])?;
@@ -165,9 +165,9 @@ async fn sign_certificate(
 async fn rotate_ca_certificate(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     // The method takes no body: WSME reads a JSON object's keys as further arguments.

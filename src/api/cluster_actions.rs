@@ -3,13 +3,14 @@
 //! every role-specific rule is the cluster driver's answer.
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::{admin_all_tenants, enforce_on};
 use super::body::{py_str, Body};
+use super::extract::{ApiVersion, MagnumBody, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::Query;
@@ -97,11 +98,11 @@ fn py_opt(v: Option<i64>) -> String {
 /// Mirrors `ActionsController._resize` (1.7+; a zero count only from 1.10).
 async fn resize_cluster(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(Version::new(1, 7), "resize")?;
     Query::parse(raw.as_deref(), &[])?;
@@ -203,11 +204,11 @@ pub(crate) fn resize_refused(
 /// conductor's synchronous status check.
 async fn upgrade_cluster(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     // Magnum's 406 names `resize` here too: pecan looks the actions controller's attributes
     // up in `dir()` (alphabetical) order, and the versioned `resize` comes first.

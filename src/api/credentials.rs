@@ -2,13 +2,13 @@
 //! the conductor's `credential_rotate`, an RPC call whose refusals reach the client. The
 //! rotation itself is the cluster driver's (`Lifecycle::rotate_credential`).
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::enforce;
+use super::extract::{ApiVersion, MagnumBody, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::Query;
@@ -24,7 +24,7 @@ pub fn routes() -> Routes {
 }
 
 /// `PATCH` on the collection: past the version gate, WSME misses the identifier argument.
-async fn missing_ident(Extension(version): Extension<Version>) -> ApiError {
+async fn missing_ident(ApiVersion(version): ApiVersion) -> ApiError {
     match version.require(Version::new(1, 12), "patch") {
         Err(refused) => refused,
         Ok(()) => ApiError::MissingArgument("cluster_ident".into()),
@@ -47,11 +47,11 @@ const ALLOWED: [&str; 10] = [
 
 async fn rotate_credential(
     State(state): State<AppState>,
-    Extension(version): Extension<Version>,
+    ApiVersion(version): ApiVersion,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(Version::new(1, 12), "patch")?;
     Query::parse(raw.as_deref(), &[])?;

@@ -3,14 +3,14 @@
 //! after the API's 202); magnum-rs records them, since no driver has federation work to do
 //! (docs/compatibility.md, `diff:federations-recorded`).
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::authz::{enforce, enforce_on};
 use super::body::{bool_from_string, check_name_pattern, member_post_error, py_str, Body};
+use super::extract::{MagnumBody, MagnumPath};
 use super::jsonpatch::{self, PatchOp, BASE_INTERNAL};
 use super::query::{
     base_url, check_marker, is_uuid_like, next_link, PageArgs, Query, PAGINATION_ARGS,
@@ -208,7 +208,7 @@ async fn missing_ident() -> ApiError {
     ApiError::MissingArgument("federation_ident".into())
 }
 
-async fn post_on_federation(Path(ident): Path<String>) -> ApiError {
+async fn post_on_federation(MagnumPath(ident): MagnumPath<String>) -> ApiError {
     member_post_error("federation", "Federation", &ident)
 }
 
@@ -216,7 +216,7 @@ async fn post_on_federation(Path(ident): Path<String>) -> ApiError {
 /// work against collections".
 async fn detail_under_federation(
     State(state): State<AppState>,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     ctx: RequestContext,
 ) -> ApiResult<Json<Value>> {
     check_marker(&ident)?;
@@ -229,7 +229,7 @@ async fn show_federation(
     State(state): State<AppState>,
     ctx: RequestContext,
     headers: HeaderMap,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
@@ -291,7 +291,7 @@ async fn create_federation(
     State(state): State<AppState>,
     ctx: RequestContext,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "federation", WRITABLE, READ_ONLY)?;
@@ -339,9 +339,9 @@ async fn create_federation(
 async fn update_federation(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let q = Query::parse(raw.as_deref(), &["rollback"])?;
     if let Some(r) = q.get("rollback") {
@@ -473,7 +473,7 @@ fn document(f: &Federation) -> Map<String, Value> {
 async fn delete_federation(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path(ident): Path<String>,
+    MagnumPath(ident): MagnumPath<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;

@@ -8,6 +8,7 @@ pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;
+pub mod extract;
 pub mod federations;
 pub mod jsonpatch;
 pub mod lookup;
@@ -140,7 +141,8 @@ fn normalize_path(mut req: Request) -> Request {
 }
 
 /// The Accept-dependent blanks of webob errors, and the envelope around whatever the HTTP
-/// framework refused by itself (an extractor's plain-text rejection).
+/// framework still refuses by itself before a handler runs (its 405, a panic caught by a
+/// layer); every handler's extractors ([`extract`]) refuse through [`ApiError`] already.
 async fn finish_response(req: Request, next: Next) -> Response {
     let json = microversion::accepts_json(req.headers());
     let allow = allow_header(req.uri().path());
@@ -179,7 +181,7 @@ fn allow_header(path: &str) -> &'static str {
     }
 }
 
-/// An error response that did not come from [`ApiError`]: axum's extractors answer in
+/// An error response that did not come from [`ApiError`]: axum's own extractors answer in
 /// plain text.
 fn is_framework_rejection(resp: &Response) -> bool {
     let status = resp.status();
@@ -198,13 +200,9 @@ async fn into_envelope(resp: Response) -> Response {
     let (parts, body) = resp.into_parts();
     let text = axum::body::to_bytes(body, 64 * 1024)
         .await
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
-    let mut enveloped = ApiError::Rejected {
-        status,
-        detail: text,
-    }
-    .into_response();
+    let mut enveloped = ApiError::rejected(status, text).into_response();
     for (name, value) in parts.headers.iter() {
         if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
             enveloped.headers_mut().insert(name.clone(), value.clone());

@@ -3,13 +3,14 @@
 
 use super::routes::Routes;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::authz::enforce;
 use super::body::{bool_from_string, py_str, Body};
+use super::extract::{MagnumBody, MagnumPath};
 use super::query::{base_url, PageArgs, Query, PAGINATION_ARGS};
 use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
@@ -163,7 +164,7 @@ async fn missing_resource() -> ApiError {
 async fn show_quota(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path((project_id, resource)): Path<(String, String)>,
+    MagnumPath((project_id, resource)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     Query::parse(raw.as_deref(), &[])?;
@@ -232,7 +233,7 @@ async fn create_quota(
     State(state): State<AppState>,
     ctx: RequestContext,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let body = quota_body(&bytes, "quota")?;
@@ -255,9 +256,9 @@ async fn create_quota(
 async fn update_quota(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path((project_id, resource)): Path<(String, String)>,
+    MagnumPath((project_id, resource)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
     let body = quota_body(&bytes, "quotapatch")?;
@@ -276,7 +277,7 @@ async fn update_quota_from_body(
     state: State<AppState>,
     ctx: RequestContext,
     raw: RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(missing_project().await);
@@ -284,30 +285,44 @@ async fn update_quota_from_body(
     let body = quota_body(&bytes, "quotapatch")?;
     let project_id = body.project_id.ok_or(missing_project().await)?;
     let resource = body.resource.ok_or(missing_resource().await)?;
-    update_quota(state, ctx, Path((project_id, resource)), raw, bytes).await
+    update_quota(
+        state,
+        ctx,
+        MagnumPath((project_id, resource)),
+        raw,
+        MagnumBody(bytes),
+    )
+    .await
 }
 
 /// `PATCH /v1/quotas/{project_id}`: the resource from the body, as above.
 async fn update_quota_of_project(
     state: State<AppState>,
     ctx: RequestContext,
-    Path(project_id): Path<String>,
+    MagnumPath(project_id): MagnumPath<String>,
     raw: RawQuery,
-    bytes: Bytes,
+    MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(missing_resource().await);
     }
     let body = quota_body(&bytes, "quotapatch")?;
     let resource = body.resource.ok_or(missing_resource().await)?;
-    update_quota(state, ctx, Path((project_id, resource)), raw, bytes).await
+    update_quota(
+        state,
+        ctx,
+        MagnumPath((project_id, resource)),
+        raw,
+        MagnumBody(bytes),
+    )
+    .await
 }
 
 /// Mirrors `QuotaController.delete`.
 async fn delete_quota(
     State(state): State<AppState>,
     ctx: RequestContext,
-    Path((project_id, resource)): Path<(String, String)>,
+    MagnumPath((project_id, resource)): MagnumPath<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;

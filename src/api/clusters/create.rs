@@ -1,0 +1,327 @@
+//! `POST /v1/clusters` (`ClustersController.post`): the body, Magnum's decorators and the
+//! accepted cluster with its default nodegroups.
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::HEALTH_STATUSES;
+use crate::api::authz::enforce;
+use crate::api::body::{check_name_pattern, Body};
+use crate::api::cluster_templates::enforce_volume_storage_size;
+use crate::api::extract::{ApiVersion, MagnumBody};
+use crate::api::lookup;
+use crate::api::microversion::Version;
+use crate::api::query::Query;
+use crate::error::{ApiError, ApiResult};
+use crate::model::{
+    status, Cluster, ClusterTemplate, NodeGroup, RequestContext, ROLE_MASTER, ROLE_WORKER,
+};
+use crate::state::AppState;
+use crate::store::operations::{NewOperation, OpPayload};
+
+const WRITABLE: &[&str] = &[
+    "uuid",
+    "name",
+    "cluster_template_id",
+    "keypair",
+    "node_count",
+    "master_count",
+    "docker_volume_size",
+    "labels",
+    "master_flavor_id",
+    "flavor_id",
+    "create_timeout",
+    "status",
+    "status_reason",
+    "health_status",
+    "health_status_reason",
+    "discovery_url",
+    "faults",
+    "fixed_network",
+    "fixed_subnet",
+    "floating_ip_enabled",
+    "merge_labels",
+    "labels_overridden",
+    "labels_added",
+    "labels_skipped",
+    "master_lb_enabled",
+];
+const READ_ONLY: &[&str] = &[
+    "links",
+    "stack_id",
+    "cluster_id",
+    "api_address",
+    "coe_version",
+    "container_version",
+    "project_id",
+    "user_id",
+    "node_addresses",
+    "master_addresses",
+    "created_at",
+    "updated_at",
+];
+
+/// A validated `Cluster` body of a POST: what the client asked for, before the template's
+/// values fill the gaps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterCreate {
+    pub name: Option<String>,
+    /// The template's uuid or name, as the client wrote it.
+    pub cluster_template_id: String,
+    pub keypair: Option<String>,
+    pub node_count: i64,
+    pub master_count: i64,
+    pub docker_volume_size: Option<i64>,
+    pub labels: Option<Map<String, Value>>,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    /// `None` for an explicit null.
+    pub create_timeout: Option<i64>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: Option<bool>,
+    pub master_lb_enabled: Option<bool>,
+    pub merge_labels: bool,
+    pub discovery_url: Option<String>,
+}
+
+impl ClusterCreate {
+    /// WSME's validation of the `Cluster` API type, attribute by attribute.
+    pub fn from_body(bytes: &Bytes) -> ApiResult<ClusterCreate> {
+        let b = Body::parse(bytes, "cluster", WRITABLE, READ_ONLY)?;
+        // Validated, then ignored: the new cluster always gets a fresh uuid.
+        b.uuid("uuid")?;
+        // WSME attribute validation.
+        let name = b.string("name", 1, 242)?;
+        if let Some(n) = &name {
+            check_name_pattern("name", n)?;
+        }
+        b.mandatory("cluster_template_id")?;
+        let cluster_template_id = b.text("cluster_template_id")?.unwrap_or_default();
+        let keypair = b.string("keypair", 1, 255)?;
+        let node_count = b.int("node_count", Some(0))?.unwrap_or(1);
+        let master_count = b.int("master_count", Some(1))?.unwrap_or(1);
+        let docker_volume_size = b.int("docker_volume_size", Some(1))?;
+        let labels = b.labels("labels")?;
+        let master_flavor_id = b.string("master_flavor_id", 1, 255)?;
+        let flavor_id = b.string("flavor_id", 1, 255)?;
+        // WSME's default (60) is for a missing key; an explicit null (gophercloud sends one
+        // when the caller leaves it unset) is stored and shown as null, as Magnum does.
+        let create_timeout = match b.raw().get("create_timeout") {
+            Some(Value::Null) => None,
+            _ => Some(b.int("create_timeout", Some(0))?.unwrap_or(60)),
+        };
+        let fixed_network = b.string("fixed_network", 1, 255)?;
+        let fixed_subnet = b.string("fixed_subnet", 1, 255)?;
+        let floating_ip_enabled = b.boolean("floating_ip_enabled")?;
+        let master_lb_enabled = b.boolean("master_lb_enabled")?;
+        let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
+        let discovery_url = b.text("discovery_url")?;
+        // Accepted and ignored, but typed as WSME types them (a wrong type is a 400 there too).
+        b.one_of("status", &status::ALL)?;
+        b.text("status_reason")?;
+        b.one_of("health_status", &HEALTH_STATUSES)?;
+        b.text_dict("health_status_reason")?;
+        b.text_dict("faults")?;
+        for key in ["labels_overridden", "labels_added", "labels_skipped"] {
+            b.label_values(key)?;
+        }
+        Ok(ClusterCreate {
+            name,
+            cluster_template_id,
+            keypair,
+            node_count,
+            master_count,
+            docker_volume_size,
+            labels,
+            master_flavor_id,
+            flavor_id,
+            create_timeout,
+            fixed_network,
+            fixed_subnet,
+            floating_ip_enabled,
+            master_lb_enabled,
+            merge_labels,
+            discovery_url,
+        })
+    }
+}
+
+/// Mirrors `ClustersController.post` (both microversion variants): 202 `{"uuid"}`.
+pub(super) async fn create_cluster(
+    State(state): State<AppState>,
+    ApiVersion(version): ApiVersion,
+    ctx: RequestContext,
+    RawQuery(raw): RawQuery,
+    MagnumBody(bytes): MagnumBody,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    Query::parse(raw.as_deref(), &[])?;
+    let req = ClusterCreate::from_body(&bytes)?;
+
+    // Decorators: template lookup (400 instead of 404 below 1.10), cluster type, master size.
+    let scope = lookup::template_scope(&ctx, false);
+    let template = ct_not_found_to_bad_request(
+        version,
+        lookup::template(&state, &scope, &req.cluster_template_id).await,
+    )?;
+    // `enforce_cluster_type_supported`: Magnum resolves by triple only here; magnum-rs uses
+    // the template's driver (named, or by triple), because without Glance a template may
+    // have no distro.
+    let driver = state.drivers.for_template(&template)?;
+    // `enforce_cluster_volume_storage_size`.
+    enforce_volume_storage_size(&template, req.docker_volume_size)?;
+    // `enforce_cluster_master_size_supported`.
+    driver.validate_master_size(req.master_count)?;
+    if !version.at_least(1, 10) && req.node_count == 0 {
+        return Err(ApiError::ZeroNodeCountNotSupported);
+    }
+    enforce(&state, &ctx, "cluster:create")?;
+    check_cluster_quota_limit(&state, &ctx).await?;
+    if template.hidden.unwrap_or(false) && !ctx.is_admin {
+        return Err(ApiError::NotAuthorized);
+    }
+    let template_labels = template.labels.clone().unwrap_or_default();
+    let labels = match req.labels {
+        Some(l) if !l.is_empty() => {
+            if req.merge_labels {
+                let mut merged = template_labels.clone();
+                merged.extend(l);
+                merged
+            } else {
+                l
+            }
+        }
+        _ => template_labels,
+    };
+    let floating_ip_enabled = req.floating_ip_enabled.or(template.floating_ip_enabled);
+    let master_lb_enabled = req.master_lb_enabled.or(template.master_lb_enabled);
+    validate_master_count(req.master_count, master_lb_enabled)?;
+    let or_template =
+        |v: Option<String>, t: &Option<String>| v.filter(|s| !s.is_empty()).or_else(|| t.clone());
+    let create_timeout = req.create_timeout;
+    let cluster = Cluster {
+        uuid: uuid::Uuid::new_v4().to_string(),
+        project_id: ctx.project_id.clone(),
+        user_id: ctx.user_id.clone(),
+        name: Some(
+            req.name
+                .unwrap_or_else(|| format!("{}-cluster", crate::names::generate())),
+        ),
+        cluster_template_id: Some(template.uuid.clone()),
+        keypair: req.keypair.or_else(|| template.keypair_id.clone()),
+        docker_volume_size: req.docker_volume_size.or(template.docker_volume_size),
+        labels: Some(labels.clone()),
+        master_flavor_id: or_template(req.master_flavor_id, &template.master_flavor_id),
+        flavor_id: or_template(req.flavor_id, &template.flavor_id),
+        status: Some(status::CREATE_IN_PROGRESS.into()),
+        create_timeout,
+        discovery_url: req.discovery_url,
+        fixed_network: or_template(req.fixed_network, &template.fixed_network),
+        fixed_subnet: or_template(req.fixed_subnet, &template.fixed_subnet),
+        floating_ip_enabled,
+        master_lb_enabled,
+        ..Cluster::default()
+    };
+    let nodegroups = default_nodegroups(&cluster, &template, req.master_count, req.node_count);
+    let op = NewOperation {
+        cluster_uuid: cluster.uuid.clone(),
+        nodegroup_id: None,
+        old_count: None,
+        new_count: None,
+        payload: OpPayload::CreateCluster { create_timeout },
+    };
+    state
+        .store
+        .insert_cluster(&cluster, &nodegroups, Some(&op))
+        .await?;
+    state.operations.kick();
+    Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
+}
+
+/// `validation.ct_not_found_to_bad_request` (on the 1.1–1.9 `post` only): a template that
+/// cannot be found is a 400 with the 404's text.
+fn ct_not_found_to_bad_request(
+    version: Version,
+    found: ApiResult<ClusterTemplate>,
+) -> ApiResult<ClusterTemplate> {
+    match found {
+        Err(ApiError::ClusterTemplateNotFound(t)) if !version.at_least(1, 10) => Err(
+            ApiError::InvalidParameterValue(format!("ClusterTemplate {t} could not be found.")),
+        ),
+        other => other,
+    }
+}
+
+/// `ClustersController._check_cluster_quota_limit`: the project's row in Magnum's `quotas`
+/// table, else `[quotas] max_clusters_per_project`.
+async fn check_cluster_quota_limit(state: &AppState, ctx: &RequestContext) -> ApiResult<()> {
+    let project = ctx.project_id.clone().unwrap_or_default();
+    let limit =
+        crate::api::quotas::effective_limit(state, &project, crate::api::quotas::CLUSTER_RESOURCE)
+            .await?;
+    if state.store.count_project_clusters(&project).await? >= limit {
+        return Err(ApiError::ResourceLimitExceeded(format!(
+            "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."
+        )));
+    }
+    Ok(())
+}
+
+/// `attr_validator.validate_master_count`: several masters need a load balancer.
+fn validate_master_count(master_count: i64, master_lb_enabled: Option<bool>) -> ApiResult<()> {
+    if master_count > 1 && !master_lb_enabled.unwrap_or(false) {
+        return Err(ApiError::InvalidParameterValue(
+            "master_count must be 1 when master_lb_enabled is False".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `conductor.utils._get_nodegroup_object` for the master and the worker.
+fn default_nodegroups(
+    c: &Cluster,
+    t: &ClusterTemplate,
+    master_count: i64,
+    node_count: i64,
+) -> Vec<NodeGroup> {
+    let labels = c.labels.clone().unwrap_or_default();
+    let make = |role: &str, count: i64| {
+        let master = role == ROLE_MASTER;
+        NodeGroup {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            name: format!("default-{role}"),
+            cluster_id: c.uuid.clone(),
+            project_id: c.project_id.clone().unwrap_or_default(),
+            docker_volume_size: c.docker_volume_size.or(t.docker_volume_size),
+            labels: Some(labels.clone()),
+            flavor_id: if master {
+                c.master_flavor_id
+                    .clone()
+                    .or_else(|| t.master_flavor_id.clone())
+            } else {
+                c.flavor_id.clone().or_else(|| t.flavor_id.clone())
+            },
+            image_id: t.image_id.clone(),
+            node_count: count,
+            min_node_count: if master {
+                0
+            } else {
+                labels
+                    .get("min_node_count")
+                    .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_i64()))
+                    .unwrap_or(0)
+            },
+            role: Some(role.into()),
+            is_default: Some(true),
+            status: Some(status::CREATE_IN_PROGRESS.into()),
+            ..NodeGroup::default()
+        }
+    };
+    vec![
+        make(ROLE_MASTER, master_count),
+        make(ROLE_WORKER, node_count),
+    ]
+}

@@ -1,0 +1,213 @@
+//! `/v1/clusters` (`magnum/api/controllers/v1/cluster.py`): the routes, list, show and
+//! delete here; the response shapes in `view`, POST in `create`, PATCH in `update`.
+
+mod create;
+mod update;
+mod view;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::authz::{admin_all_tenants, enforce, enforce_on};
+use super::body::member_post_error;
+use super::extract::{ApiVersion, MagnumPath};
+use super::lookup;
+use super::microversion::Version;
+use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::routes::Routes;
+use crate::error::{ApiError, ApiResult};
+use crate::model::{status, RequestContext, Tenancy};
+use crate::state::AppState;
+use crate::store::operations::{NewOperation, OpPayload};
+use crate::store::{ClusterBy, ClusterSet, Table};
+
+pub use create::ClusterCreate;
+pub use update::validate_cluster_properties;
+pub use view::{cluster_doc, labels_diff};
+
+use create::create_cluster;
+use update::update_cluster;
+use view::render_many;
+
+pub fn routes() -> Routes {
+    Routes::default()
+        .get("/v1/clusters", list_clusters)
+        .post("/v1/clusters", create_cluster)
+        .delete("/v1/clusters", missing_ident)
+        .patch("/v1/clusters", missing_ident)
+        .get("/v1/clusters/detail", list_clusters_detail)
+        .get("/v1/clusters/{ident}", show_cluster)
+        .post("/v1/clusters/{ident}", post_on_cluster)
+        .patch("/v1/clusters/{ident}", update_cluster)
+        .delete("/v1/clusters/{ident}", delete_cluster)
+        .get("/v1/clusters/{ident}/detail", detail_under_cluster)
+}
+
+/// `fields.ClusterHealthStatus.ALL`.
+const HEALTH_STATUSES: [&str; 3] = ["HEALTHY", "UNHEALTHY", "UNKNOWN"];
+
+/// Mirrors `ClustersController.get_all`.
+async fn list_clusters(
+    State(state): State<AppState>,
+    ApiVersion(version): ApiVersion,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
+    let args = PageArgs::from_query(&q)?;
+    enforce(&state, &ctx, "cluster:get_all")?;
+    collection(&state, &ctx, version, &headers, &args, false).await
+}
+
+/// Mirrors `ClustersController.detail`.
+async fn list_clusters_detail(
+    State(state): State<AppState>,
+    ApiVersion(version): ApiVersion,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
+    let args = PageArgs::from_query(&q)?;
+    enforce(&state, &ctx, "cluster:detail")?;
+    collection(&state, &ctx, version, &headers, &args, true).await
+}
+
+/// `DELETE`/`PATCH` on the collection: WSME misses the identifier argument.
+async fn missing_ident() -> ApiError {
+    ApiError::MissingArgument("cluster_ident".into())
+}
+
+async fn post_on_cluster(MagnumPath(ident): MagnumPath<String>) -> ApiError {
+    member_post_error("cluster", "Cluster", &ident)
+}
+
+/// `GET /v1/clusters/{x}/detail`: WSME binds `{x}` to `detail`'s `marker` (a uuid), then
+/// Magnum raises `HTTPNotFound` without arguments.
+async fn detail_under_cluster(
+    State(state): State<AppState>,
+    MagnumPath(ident): MagnumPath<String>,
+    ctx: RequestContext,
+) -> ApiResult<Json<Value>> {
+    check_marker(&ident)?;
+    enforce(&state, &ctx, "cluster:detail")?;
+    Err(ApiError::ResourceNotFoundUnformatted)
+}
+
+async fn collection(
+    state: &AppState,
+    ctx: &RequestContext,
+    version: Version,
+    headers: &HeaderMap,
+    args: &PageArgs,
+    expand: bool,
+) -> ApiResult<Json<Value>> {
+    let rule = if expand {
+        "cluster:detail_all_projects"
+    } else {
+        "cluster:get_all_all_projects"
+    };
+    let all_tenants = admin_all_tenants(state, ctx, rule)?;
+    let tenancy = Tenancy::of(ctx, all_tenants);
+    let (limit, dir) = args.limit_and_dir(state.config.api.max_limit)?;
+    let marker_id = match &args.marker {
+        Some(m) => Some(
+            state
+                .store
+                .find_clusters(&tenancy, ClusterBy::Uuid(m))
+                .await?
+                .first()
+                .map(|c| c.id)
+                .ok_or_else(|| ApiError::ClusterNotFound(m.clone()))?,
+        ),
+        None => None,
+    };
+    let page = args.page(limit, dir, marker_id, Table::Cluster)?;
+    let clusters = state.store.list_clusters(&tenancy, &page).await?;
+    let base = base_url(headers);
+    let items = render_many(state, &clusters, version, expand, &base).await?;
+    let resource = if expand {
+        "clusters/detail"
+    } else {
+        "clusters"
+    };
+    let mut body = json!({ "clusters": items });
+    if clusters.len() as i64 == limit {
+        if let Some(last) = clusters.last() {
+            body["next"] =
+                next_link(&base, resource, limit, &args.sort_key, dir, &last.uuid).into();
+        }
+    }
+    Ok(Json(body))
+}
+
+/// Mirrors `ClustersController.get_one`, with `faults` for failed clusters.
+async fn show_cluster(
+    State(state): State<AppState>,
+    ApiVersion(version): ApiVersion,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    MagnumPath(ident): MagnumPath<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    Query::parse(raw.as_deref(), &[])?;
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:get_one_all_projects")?;
+    let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "cluster:get",
+        c.project_id.as_deref(),
+        c.user_id.as_deref(),
+    )?;
+    let base = base_url(&headers);
+    let mut items = render_many(&state, std::slice::from_ref(&c), version, true, &base).await?;
+    let mut doc = items.pop().unwrap_or(Value::Null);
+    if status::FAILED.contains(&c.status.as_deref().unwrap_or_default()) {
+        let ngs = state
+            .store
+            .nodegroups_of_clusters(std::slice::from_ref(&c.uuid))
+            .await?;
+        let faults: Map<String, Value> = ngs
+            .iter()
+            .filter(|ng| ng.status.as_deref().is_some_and(|s| s.ends_with("FAILED")))
+            .map(|ng| (ng.name.clone(), json!(ng.status_reason)))
+            .collect();
+        doc["faults"] = Value::Object(faults);
+    }
+    Ok(Json(doc))
+}
+
+/// Mirrors `ClustersController.delete` (204; the driver deletes asynchronously).
+async fn delete_cluster(
+    State(state): State<AppState>,
+    ctx: RequestContext,
+    MagnumPath(ident): MagnumPath<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<StatusCode> {
+    Query::parse(raw.as_deref(), &[])?;
+    let all_tenants = admin_all_tenants(&state, &ctx, "cluster:delete_all_projects")?;
+    let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
+    enforce_on(
+        &state,
+        &ctx,
+        "cluster:delete",
+        c.project_id.as_deref(),
+        c.user_id.as_deref(),
+    )?;
+    let batch = crate::store::operations::Batch::default()
+        .cluster(c.id, ClusterSet::status(status::DELETE_IN_PROGRESS))
+        .operation(NewOperation {
+            cluster_uuid: c.uuid.clone(),
+            nodegroup_id: None,
+            old_count: None,
+            new_count: None,
+            payload: OpPayload::DeleteCluster,
+        });
+    state.store.commit(batch).await?;
+    state.operations.kick();
+    Ok(StatusCode::NO_CONTENT)
+}

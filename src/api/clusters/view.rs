@@ -1,0 +1,209 @@
+//! How a cluster row becomes Magnum's JSON (`Cluster.convert_with_links`), per microversion.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::api::microversion::Version;
+use crate::error::ApiResult;
+use crate::model::{Cluster, ClusterCounts};
+use crate::state::AppState;
+
+const SUMMARY_FIELDS: &[&str] = &[
+    "uuid",
+    "name",
+    "cluster_template_id",
+    "keypair",
+    "docker_volume_size",
+    "labels",
+    "node_count",
+    "status",
+    "master_flavor_id",
+    "flavor_id",
+    "create_timeout",
+    "master_count",
+    "health_status",
+    "links",
+    "merge_labels",
+];
+
+/// `api_utils.get_labels_diff(parent, labels)` → (overridden, added, skipped).
+pub fn labels_diff(
+    parent: &Map<String, Value>,
+    labels: &Map<String, Value>,
+) -> (Value, Value, Value) {
+    let mut overridden = Map::new();
+    let mut added = Map::new();
+    let skipped: Map<String, Value> = parent
+        .iter()
+        .filter(|(k, _)| !labels.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (k, v) in labels {
+        match parent.get(k) {
+            Some(pv) if pv != v => {
+                overridden.insert(k.clone(), pv.clone());
+            }
+            Some(_) => {}
+            None => {
+                added.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    (
+        Value::Object(overridden),
+        Value::Object(added),
+        Value::Object(skipped),
+    )
+}
+
+/// The API dictionary of a cluster with its computed counts (`Cluster.as_dict()` plus the
+/// nodegroup sums), without links and label diffs.
+pub fn cluster_doc(c: &Cluster, counts: &ClusterCounts) -> Map<String, Value> {
+    let v = json!({
+        "uuid": c.uuid,
+        "name": c.name,
+        "cluster_template_id": c.cluster_template_id,
+        "keypair": c.keypair,
+        "node_count": counts.node_count,
+        "master_count": counts.master_count,
+        "docker_volume_size": c.docker_volume_size,
+        "labels": c.labels,
+        "master_flavor_id": c.master_flavor_id,
+        "flavor_id": c.flavor_id,
+        "create_timeout": c.create_timeout,
+        "stack_id": c.stack_id,
+        "status": c.status,
+        "status_reason": c.status_reason,
+        "health_status": c.health_status,
+        "health_status_reason": c.health_status_reason,
+        "discovery_url": c.discovery_url,
+        "api_address": c.api_address,
+        "coe_version": c.coe_version,
+        "container_version": c.container_version,
+        "project_id": c.project_id,
+        "user_id": c.user_id,
+        "node_addresses": counts.node_addresses,
+        "master_addresses": counts.master_addresses,
+        "fixed_network": c.fixed_network,
+        "fixed_subnet": c.fixed_subnet,
+        "floating_ip_enabled": c.floating_ip_enabled,
+        "master_lb_enabled": c.master_lb_enabled,
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The part of [`cluster_doc`] a summary keeps (plus `stack_id`, which becomes
+/// `cluster_id` at 1.13), in the same key order, without building the rest: [`render`] then
+/// runs the same steps on it as on the full dictionary, so the keys come out in the same
+/// order.
+fn summary_doc(c: &Cluster, counts: &ClusterCounts) -> Map<String, Value> {
+    let text = |v: &Option<String>| v.as_ref().map_or(Value::Null, |s| Value::String(s.clone()));
+    let int = |v: Option<i64>| v.map_or(Value::Null, Value::from);
+    let mut m = Map::new();
+    m.insert("uuid".into(), Value::String(c.uuid.clone()));
+    m.insert("name".into(), text(&c.name));
+    m.insert("cluster_template_id".into(), text(&c.cluster_template_id));
+    m.insert("keypair".into(), text(&c.keypair));
+    m.insert("node_count".into(), Value::from(counts.node_count));
+    m.insert("master_count".into(), Value::from(counts.master_count));
+    m.insert("docker_volume_size".into(), int(c.docker_volume_size));
+    m.insert(
+        "labels".into(),
+        c.labels.clone().map_or(Value::Null, Value::Object),
+    );
+    m.insert("master_flavor_id".into(), text(&c.master_flavor_id));
+    m.insert("flavor_id".into(), text(&c.flavor_id));
+    m.insert("create_timeout".into(), int(c.create_timeout));
+    m.insert("stack_id".into(), text(&c.stack_id));
+    m.insert("status".into(), text(&c.status));
+    m.insert("health_status".into(), text(&c.health_status));
+    m
+}
+
+/// `Cluster.convert_with_links`: summary (`expand = false`) or detail.
+fn render(
+    c: &Cluster,
+    counts: &ClusterCounts,
+    parent_labels: &Map<String, Value>,
+    version: Version,
+    expand: bool,
+    base: &str,
+) -> Value {
+    let mut doc = if expand {
+        cluster_doc(c, counts)
+    } else {
+        summary_doc(c, counts)
+    };
+    let use_cluster_id = version.at_least(1, 13);
+    doc.insert("merge_labels".into(), Value::Bool(false));
+    doc.insert(
+        "links".into(),
+        json!([
+            {"href": format!("{base}/v1/clusters/{}", c.uuid), "rel": "self"},
+            {"href": format!("{base}/clusters/{}", c.uuid), "rel": "bookmark"},
+        ]),
+    );
+    if use_cluster_id {
+        let stack = doc.remove("stack_id").unwrap_or(Value::Null);
+        doc.insert("cluster_id".into(), stack);
+    }
+    if !expand {
+        let id_key = if use_cluster_id {
+            "cluster_id"
+        } else {
+            "stack_id"
+        };
+        doc.retain(|k, _| SUMMARY_FIELDS.contains(&k.as_str()) || k == id_key);
+    } else {
+        let labels = c.labels.clone().unwrap_or_default();
+        let (o, a, s) = labels_diff(parent_labels, &labels);
+        doc.insert("labels_overridden".into(), o);
+        doc.insert("labels_added".into(), a);
+        doc.insert("labels_skipped".into(), s);
+    }
+    Value::Object(doc)
+}
+
+/// Loads what rendering needs for a page of clusters: counts and template labels.
+pub(super) async fn render_many(
+    state: &AppState,
+    clusters: &[Cluster],
+    version: Version,
+    expand: bool,
+    base: &str,
+) -> ApiResult<Vec<Value>> {
+    let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
+    // The summary shows the counts but not the addresses.
+    let counts = state.store.counts_of_clusters(&uuids, expand).await?;
+    let mut parents: HashMap<String, Map<String, Value>> = HashMap::new();
+    if expand {
+        for c in clusters {
+            if let Some(t) = &c.cluster_template_id {
+                if !parents.contains_key(t) {
+                    let labels = state.store.template_labels(t).await?.unwrap_or_default();
+                    parents.insert(t.clone(), labels);
+                }
+            }
+        }
+    }
+    let empty = Map::new();
+    let none = ClusterCounts::default();
+    Ok(clusters
+        .iter()
+        .map(|c| {
+            let counts = counts.get(&c.uuid).unwrap_or(&none);
+            let parent = c
+                .cluster_template_id
+                .as_ref()
+                .and_then(|t| parents.get(t))
+                .unwrap_or(&empty);
+            render(c, counts, parent, version, expand, base)
+        })
+        .collect())
+}

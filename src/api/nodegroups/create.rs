@@ -1,0 +1,217 @@
+//! `POST /v1/clusters/{cluster}/nodegroups` (`NodeGroupController.post`, 1.9+).
+
+use std::collections::BTreeSet;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use serde_json::{Map, Value};
+
+use super::attributes::read_attrs;
+use super::validate::{validate_nodegroup, Validating};
+use super::view::{nodegroup_doc, render_detail};
+use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
+use crate::api::authz::enforce;
+use crate::api::body::Body;
+use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
+use crate::api::lookup;
+use crate::api::query::{base_url, Query};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{status, NodeGroup, RequestContext, Tenancy};
+use crate::state::AppState;
+use crate::store::operations::{Batch, NewOperation, OpPayload};
+use crate::store::ClusterSet;
+
+const WRITABLE: &[&str] = &[
+    "id",
+    "uuid",
+    "name",
+    "cluster_id",
+    "docker_volume_size",
+    "labels",
+    "flavor_id",
+    "image_id",
+    "node_count",
+    "role",
+    "min_node_count",
+    "max_node_count",
+    "is_default",
+    "status",
+    "status_reason",
+    "version",
+    "merge_labels",
+    "labels_overridden",
+    "labels_added",
+    "labels_skipped",
+    "node_labels",
+    "node_taints",
+];
+const READ_ONLY: &[&str] = &[
+    "project_id",
+    "links",
+    "node_addresses",
+    "stack_id",
+    "created_at",
+    "updated_at",
+];
+
+/// A validated `NodeGroup` body of a POST.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeGroupCreate {
+    /// The nodegroup as the body describes it (a worker of one node unless told otherwise).
+    pub nodegroup: NodeGroup,
+    pub merge_labels: bool,
+    pub is_default: Option<bool>,
+    /// The attributes the body sets (present and not null).
+    given: BTreeSet<String>,
+}
+
+impl NodeGroupCreate {
+    /// WSME's validation of the `NodeGroup` API type.
+    pub fn from_body(bytes: &Bytes) -> ApiResult<NodeGroupCreate> {
+        let b = Body::parse(bytes, "nodegroup", WRITABLE, READ_ONLY)?;
+        // Validated, then overwritten (a fresh uuid, the cluster's uuid).
+        b.uuid("uuid")?;
+        b.uuid("cluster_id")?;
+        let mut nodegroup = NodeGroup {
+            role: Some("worker".into()),
+            node_count: 1,
+            ..NodeGroup::default()
+        };
+        read_attrs(&b, &mut nodegroup)?;
+        let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
+        let is_default = b.boolean("is_default")?;
+        let given = b.raw().keys().filter(|k| b.has(k)).cloned().collect();
+        Ok(NodeGroupCreate {
+            nodegroup,
+            merge_labels,
+            is_default,
+            given,
+        })
+    }
+
+    /// Whether the body sets `attr` (present and not null).
+    pub fn sets(&self, attr: &str) -> bool {
+        self.given.contains(attr)
+    }
+}
+
+/// Mirrors `NodeGroupController.post` (1.9+): 202 with the new nodegroup.
+pub(super) async fn create_nodegroup(
+    State(state): State<AppState>,
+    ApiVersion(version): ApiVersion,
+    ctx: RequestContext,
+    headers: HeaderMap,
+    MagnumPath(cluster_ident): MagnumPath<String>,
+    RawQuery(raw): RawQuery,
+    MagnumBody(bytes): MagnumBody,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    version.require(MIN_VERSION, VERSIONED_NAME)?;
+    Query::parse(raw.as_deref(), &[])?;
+    let req = NodeGroupCreate::from_body(&bytes)?;
+    let mut ng = req.nodegroup.clone();
+    enforce(&state, &ctx, "nodegroup:create")?;
+    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &cluster_ident).await?;
+    if cluster
+        .api_address
+        .as_deref()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return Err(ApiError::ClusterApiAddressUnavailable);
+    }
+    if ng.name.is_empty() {
+        // Magnum answers 500 (`Field `name' cannot be None`); a name is required.
+        return Err(ApiError::invalid_input(
+            "name",
+            "None",
+            "Mandatory field missing.",
+        ));
+    }
+    let existing = state
+        .store
+        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+        .await?;
+    if existing.iter().any(|e| e.name == ng.name) {
+        return Err(ApiError::NodeGroupAlreadyExists {
+            name: ng.name.clone(),
+            cluster: cluster.name.clone().unwrap_or_default(),
+        });
+    }
+    let driver = driver_of(&state, &cluster).await?;
+    validate_nodegroup(&ng, driver.as_deref(), Validating::Create)?;
+    let cluster_labels = cluster.labels.clone().unwrap_or_default();
+    if ng.image_id.is_none() {
+        let t = match &cluster.cluster_template_id {
+            Some(t) => state.store.template_by_uuid(t).await?,
+            None => None,
+        };
+        ng.image_id = t.and_then(|t| t.image_id);
+    }
+    if ng.flavor_id.is_none() {
+        ng.flavor_id = cluster.flavor_id.clone();
+    }
+    ng.labels = Some(match ng.labels.take() {
+        None => cluster_labels.clone(),
+        Some(l) if req.merge_labels => {
+            let mut merged = cluster_labels.clone();
+            merged.extend(l);
+            merged
+        }
+        Some(l) => l,
+    });
+    ng.uuid = uuid::Uuid::new_v4().to_string();
+    ng.cluster_id = cluster.uuid.clone();
+    ng.project_id = ctx.project_id.clone().unwrap_or_default();
+    ng.is_default = Some(req.is_default.unwrap_or(false));
+    ng.stack_id = cluster.stack_id.clone();
+    ng.status = Some(status::CREATE_IN_PROGRESS.into());
+    // The response carries what Magnum's API had set before the conductor created the row.
+    let mut doc = Map::new();
+    for (k, v) in nodegroup_doc(&ng) {
+        if matches!(
+            k.as_str(),
+            "cluster_id"
+                | "flavor_id"
+                | "image_id"
+                | "labels"
+                | "max_node_count"
+                | "min_node_count"
+                | "name"
+                | "node_count"
+                | "project_id"
+                | "role"
+                | "uuid"
+        ) || (req.sets(&k)
+            && !matches!(k.as_str(), "id" | "status" | "created_at" | "updated_at"))
+        {
+            doc.insert(k, v);
+        }
+    }
+    let batch = Batch::default()
+        .insert_nodegroup(ng.clone())
+        .cluster(
+            cluster.id,
+            [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
+        )
+        .operation(NewOperation {
+            cluster_uuid: cluster.uuid.clone(),
+            nodegroup_id: None,
+            old_count: None,
+            new_count: Some(ng.node_count),
+            payload: OpPayload::CreateNodeGroup,
+        });
+    state.store.commit(batch).await.map_err(|e| match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => ApiError::NodeGroupAlreadyExists {
+            name: ng.name.clone(),
+            cluster: cluster.name.clone().unwrap_or_default(),
+        },
+        _ => e.into(),
+    })?;
+    state.operations.kick();
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(render_detail(doc, &cluster, &base_url(&headers))),
+    ))
+}
