@@ -6,7 +6,7 @@
 //! `scripts/test.sh` starts the server and sets `MAGNUM_RS_TEST_KUBECONFIG`; without it these
 //! tests fail rather than pass silently.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -466,8 +466,8 @@ async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
     );
 
     // What Cluster API's kubeadm control plane keeps: the workload CA in `<cluster>-ca`.
-    let ca_crt = include_str!("fixtures/capi-ca/tls.crt");
-    let ca_key = include_str!("fixtures/capi-ca/tls.key");
+    let ca_crt = include_str!("../fixtures/capi-ca/tls.crt");
+    let ca_key = include_str!("../fixtures/capi-ca/tls.key");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(kube.client.clone(), &kube.ns);
     let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({

@@ -2,7 +2,7 @@
 //! no CA: Magnum's "not supported" answers). Signing with a real CA through the ClusterAPI
 //! driver is covered in `tests/capi_driver.rs`.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::As;

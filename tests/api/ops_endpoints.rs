@@ -7,7 +7,7 @@
 //! and `MAGNUM_RS_TEST_READYZ_DB_START` (shell commands that stop and start it). Without them
 //! the test fails.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 //! it) makes its cluster uncertain: it is left alone and only the global properties are
 //! checked for it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -14,7 +14,7 @@
 //! Waiting is on observed state (the API, `/metrics`), bounded; "nothing happens" is
 //! judged over reconciler passes counted in `/metrics`, not over a sleep.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! capi.sh's `DIR/env`) and `MAGNUM_RS_OPENSTACK`; without them these tests fail. The tests
 //! share one set of controllers and some stop parts of it, so they run one at a time.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
