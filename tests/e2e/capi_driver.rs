@@ -2,7 +2,7 @@
 //! `etcd-bin-vendored`, Cluster API CRDs installed; `scripts/kube.sh`). No CAPI controllers
 //! run: these narrow cases play them by writing objects and `status` through `/status`
 //! (a workload CA Secret of our own; a create nobody works on). Everything the real
-//! controllers do is tested in tests/capi_e2e.rs.
+//! controllers do is tested in tests/serial/capi_e2e.rs.
 //! `scripts/test.sh` starts the server and sets `MAGNUM_RS_TEST_KUBECONFIG`; without it these
 //! tests fail rather than pass silently.
 
