@@ -24,7 +24,7 @@
 # Logs: DIR/etcd.log, DIR/kube-apiserver.log. `start` wipes DIR's old etcd data.
 # KUBE_AUDIT_POLICY=FILE (optional, for start): kube-apiserver writes the JSON audit events
 #   that policy selects to DIR/audit.log (blocking mode: written before the answer), e.g.
-#   every request of user magnum-rs for bench/kube and tests/kube_idle.rs.
+#   every request of user magnum-rs for bench/kube and tests/serial/watch_at_rest.rs.
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs); cache lives in $MAGNUM_RS_CACHE/kube.
 # No CAPI controllers or webhooks run: tests write status through /status themselves.
 set -Eeuo pipefail

@@ -13,8 +13,8 @@
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
 #   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
 #      release build, runtime root, non-root start, /healthz, HEALTHCHECK);
-#   4. runs `cargo test` against SQLite, then every suite that touches our database against
-#      MariaDB (a second,
+#   4. runs `cargo test` against SQLite, then the test binaries whose suites touch our
+#      database (DB_BINARIES below) against MariaDB (a second,
 #      dedicated MariaDB on 13307 is stopped and started by the /readyz test);
 #   5. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
 #      `--auth keystone` and a freshly re-provisioned Keystone on the same port.
@@ -32,7 +32,7 @@ cd "$ROOT"
 
 REF_DB=magnum_rs_reference
 KEYSTONE_PORT="${MAGNUM_RS_KEYSTONE_PORT:-15000}"
-# The catalog's container-infra endpoint: tests/keystone_auth.rs serves magnum-rs here.
+# The catalog's container-infra endpoint: tests/e2e/keystone_auth.rs serves magnum-rs here.
 KEYSTONE_MAGNUM_PORT="${MAGNUM_RS_KEYSTONE_MAGNUM_PORT:-19511}"
 KEYSTONE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/keystone-run"
 REF_PORT="${MAGNUM_REF_PORT:-19621}"
@@ -52,6 +52,33 @@ cleanup() {
   "$HERE/keystone.sh" stop "$KEYSTONE_DIR" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+
+# The test binaries (tests/*.rs, tests/*/main.rs) the MariaDB pass runs: every one whose
+# suites use magnum-rs's database (common::fresh_database or spawn_app, or
+# MAGNUM_RS_TEST_MYSQL_URL directly). Checked here, before anything starts, so a new suite
+# on the database in a binary missing from this list fails the run at once.
+DB_BINARIES=(api e2e hardening serial)
+DB_TESTS=()
+for b in "${DB_BINARIES[@]}"; do DB_TESTS+=(--test "$b"); done
+check_db_binaries() {
+  local target name
+  for target in tests/*.rs tests/*/main.rs; do
+    if [[ "$target" == */main.rs ]]; then
+      name="$(basename "$(dirname "$target")")"
+      # a binary in a folder: every .rs file below it is one of its modules
+      grep -rqE --include='*.rs' 'MAGNUM_RS_TEST_MYSQL_URL|fresh_database|spawn_app' \
+        "$(dirname "$target")" || continue
+    else
+      name="$(basename "$target" .rs)"
+      grep -qE 'MAGNUM_RS_TEST_MYSQL_URL|fresh_database|spawn_app' "$target" || continue
+    fi
+    if [[ " ${DB_BINARIES[*]} " != *" $name "* ]]; then
+      echo "scripts/test.sh: tests/$name uses magnum-rs's database; add it to DB_BINARIES" >&2
+      return 1
+    fi
+  done
+}
+check_db_binaries
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -89,7 +116,7 @@ export MAGNUM_RS_TEST_CONFORMANCE_MYSQL="$MYSQL_BASE"
 export MAGNUM_RS_TEST_CONFORMANCE_PORTS="$CONF_PORTS"
 
 step "real Magnum 23 API on a database made by Magnum's migrations"
-# tests/magnum_database_admin.rs: stats, quotas and services side by side on one database.
+# tests/e2e/magnum_database_admin.rs: stats, quotas and services side by side on one database.
 "$HERE/magnum-db.sh" create "$REF_DB" >&2
 "$HERE/magnum-db.sh" seed "$REF_DB" >&2
 "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
@@ -102,13 +129,13 @@ step "real kube-apiserver + etcd with the Cluster API CRDs"
 "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
 rm -rf "$KUBE_DIR"
 # Every request of user magnum-rs (the limited kubeconfig) goes to $KUBE_DIR/audit.log:
-# tests/watch_idle.rs counts the driver's requests there.
+# tests/serial/watch_at_rest.rs counts the driver's requests there.
 MAGNUM_RS_TEST_KUBECONFIG="$(KUBE_AUDIT_POLICY="$ROOT/tests/fixtures/kube/audit-policy.json" \
   "$HERE/kube.sh" start "$KUBE_DIR")"
 export MAGNUM_RS_TEST_KUBECONFIG
 
 step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory) with their webhooks"
-# tests/capi_e2e.rs: the controllers do the work; magnum-rs and the CLI drive them.
+# tests/serial/capi_e2e.rs: the controllers do the work; magnum-rs and the CLI drive them.
 "$HERE/capi.sh" build
 "$HERE/capi.sh" stop "$CAPI_DIR" >/dev/null 2>&1 || true
 MAGNUM_RS_TEST_CAPI_ENV="$("$HERE/capi.sh" start "$CAPI_DIR")"
@@ -143,16 +170,12 @@ cargo_test_all() {
 step "cargo test (SQLite)"
 cargo_test_all --all-targets
 
-step "cargo test (MariaDB): the suites that touch magnum-rs's database"
-# Unit tests and suites without a database of ours (conformance, deploy_rbac,
-# magnum_database_admin, policy_sample) ran above; they would run the same here.
-DB_SUITES=()
-for f in tests/*.rs; do
-  if grep -qE 'MAGNUM_RS_TEST_MYSQL_URL|fresh_database|spawn_app' "$f"; then
-    DB_SUITES+=(--test "$(basename "$f" .rs)")
-  fi
-done
-MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_SUITES[@]}"
+step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's database"
+# Unit tests and conformance (its own databases, made by Magnum's migrations) ran above.
+# api, e2e, hardening and serial each hold suites on magnum-rs's database; the few of their
+# modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
+# run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}"
 
 step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)"
 # Fresh Keystone state: the keystone_auth tests revoke tokens and change token lifetimes.

@@ -8,7 +8,7 @@
 //! take turns (one lock) and each starts magnum-rs on that port. Without the variable they
 //! fail rather than pass.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

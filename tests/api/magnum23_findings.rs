@@ -3,7 +3,7 @@
 //! (`scripts/magnum-api.sh`; the same requests are conformance cases in
 //! `tests/conformance/cases.toml`).
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{As, Reply};

@@ -4,7 +4,7 @@
 //! sets `MAGNUM_RS_TEST_MAGNUM_DB` and `MAGNUM_RS_TEST_MAGNUM_API`; without them these tests
 //! fail rather than pass silently.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

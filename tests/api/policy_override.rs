@@ -1,6 +1,6 @@
 //! An operator `policy.yaml` overrides single rules of Magnum's defaults.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::As;

@@ -2,7 +2,7 @@
 //! against the real binary. `scripts/test.sh` installs the CLI and sets
 //! `MAGNUM_RS_OPENSTACK`; without it these tests fail rather than pass silently.
 
-mod common;
+use crate::common;
 
 use common::cli::Cli;
 use common::server::Server;

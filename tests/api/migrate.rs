@@ -1,7 +1,7 @@
 //! `magnum-rs migrate`: the schema on an empty database, idempotently; a Magnum-owned
 //! database is used as it is and never altered; one at another revision is refused.
 
-mod common;
+use crate::common;
 
 use magnum_rs::store::migrate::{MigrateError, MigrateOutcome, MAGNUM_ALEMBIC_HEAD};
 use magnum_rs::store::Store;

@@ -1,7 +1,7 @@
 //! `GET /v1/stats`: the caller's project for members, any project (or all) for admins, as
 //! Magnum's `StatsController`.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{As, OTHER_PROJECT, PROJECT};

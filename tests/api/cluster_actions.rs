@@ -6,7 +6,7 @@
 //! exact texts the reference Magnum 23 answered with (oracle blocks 32–44), the operations
 //! worker's outcome and concurrent resizes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Version discovery, microversion negotiation, routing quirks and the transport basics of
 //! Magnum's v1 API (reference §1, §2, §3, §4.1–4.2; oracle blocks 1–3, 19–26, 56–58).
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};

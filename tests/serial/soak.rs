@@ -9,7 +9,7 @@
 //! it) makes its cluster uncertain: it is left alone and only the global properties are
 //! checked for it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -177,6 +177,7 @@ fn in_progress(v: &Value) -> bool {
 
 #[test]
 fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() {
+    let _serial = crate::serial();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let db = rt.block_on(common::fresh_database());
     let mysql = db.url.starts_with("mysql");

@@ -2,7 +2,7 @@
 //! (`magnum/api/controllers/v1/federation.py`), recorded in Magnum's `federation` table
 //! (Magnum's conductor drops the writes: `diff:federations-recorded`).
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{As, TestApp};

@@ -3,7 +3,7 @@
 //! Python literals, query strings, microversion headers and policy rules. No input panics,
 //! and every refusal through the API is a 4xx in Magnum's envelope (never a 5xx).
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};

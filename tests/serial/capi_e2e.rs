@@ -8,12 +8,14 @@
 //! capi.sh's `DIR/env`) and `MAGNUM_RS_OPENSTACK`; without them these tests fail. The tests
 //! share one set of controllers and some stop parts of it, so they run one at a time.
 
-mod common;
+use crate::common;
+// One test at a time: they share the controllers, and some stop a provider. The lock is
+// the serial binary's, which the other suites of that binary take too.
+use crate::serial;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::server::{http, Server};
@@ -21,13 +23,6 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use serde_json::{json, Value};
-
-/// One test at a time: they share the controllers, and some stop a provider.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Bounded waits: a new cluster takes the controllers about a minute (the KCP's first
 /// connection to a new workload cluster backs off 30 s); a scale step takes seconds.

@@ -3,7 +3,7 @@
 //! for reuse, and what a dropped transaction or statement left behind never reaches the
 //! next user.
 
-mod common;
+use crate::common;
 
 use std::str::FromStr as _;
 use std::time::Duration;

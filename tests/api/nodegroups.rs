@@ -1,7 +1,7 @@
 //! `/v1/clusters/{cluster}/nodegroups` as Magnum's `NodeGroupController` answers it
 //! (reference §4.7, §6; oracle blocks 13–18, 45–52, 59, 63–64).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! `GET /v1/mservices`: Magnum's `magnum_service` rows with their computed state, and the
 //! serve process reporting itself there while it does the conductor's work.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
 //! `/v1/certificates` check order, texts and policies (the record-only drivers, which hold
 //! no CA: Magnum's "not supported" answers). Signing with a real CA through the ClusterAPI
-//! driver is covered in `tests/capi_driver.rs`.
+//! driver is covered in `tests/e2e/capi_driver.rs`.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::As;

@@ -3,7 +3,7 @@
 //! project is over its cluster quota. `scripts/test.sh` installs the CLI and sets
 //! `MAGNUM_RS_OPENSTACK`; without it these tests fail rather than pass silently.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

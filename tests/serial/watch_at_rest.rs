@@ -14,7 +14,7 @@
 //! Waiting is on observed state (the API, `/metrics`), bounded; "nothing happens" is
 //! judged over reconciler passes counted in `/metrics`, not over a sleep.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -311,6 +311,7 @@ fn get(port: u16, path: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh"]
 async fn an_idle_fleet_costs_no_request_and_one_status_write_costs_one_database_write() {
+    let _serial = crate::serial_async().await;
     let k = Kube::connect().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = common::fresh_database().await;

@@ -11,7 +11,7 @@
 //! 3. with the worker again: the recorded resize is handed to the driver exactly once and
 //!    the master nodegroup ends at 3 nodes, `UPDATE_COMPLETE`.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};

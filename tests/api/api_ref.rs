@@ -3,7 +3,7 @@
 //! the first test proves those tables are the real router's: each entry, sent through
 //! `magnum_rs::app`, is matched by that very route template.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! pagination as Magnum's `ClustersController` answers them (reference §4.3–4.5, §7;
 //! oracle blocks 4–10, 27–31, 53–55, 60, 65).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

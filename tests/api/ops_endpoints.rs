@@ -7,7 +7,7 @@
 //! and `MAGNUM_RS_TEST_READYZ_DB_START` (shell commands that stop and start it). Without them
 //! the test fails.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -110,7 +110,7 @@ async fn metrics_count_requests_by_route_template_and_show_the_queue() {
         );
     }
     // Kube request errors and the reconcile lag have series once a management cluster is
-    // used: tests/deploy_rbac.rs checks them.
+    // used: tests/e2e/deploy_rbac.rs checks them.
 }
 
 #[tokio::test]

@@ -2,11 +2,11 @@
 //! `etcd-bin-vendored`, Cluster API CRDs installed; `scripts/kube.sh`). No CAPI controllers
 //! run: these narrow cases play them by writing objects and `status` through `/status`
 //! (a workload CA Secret of our own; a create nobody works on). Everything the real
-//! controllers do is tested in tests/capi_e2e.rs.
+//! controllers do is tested in tests/serial/capi_e2e.rs.
 //! `scripts/test.sh` starts the server and sets `MAGNUM_RS_TEST_KUBECONFIG`; without it these
 //! tests fail rather than pass silently.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -466,8 +466,8 @@ async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
     );
 
     // What Cluster API's kubeadm control plane keeps: the workload CA in `<cluster>-ca`.
-    let ca_crt = include_str!("fixtures/capi-ca/tls.crt");
-    let ca_key = include_str!("fixtures/capi-ca/tls.key");
+    let ca_crt = include_str!("../fixtures/capi-ca/tls.crt");
+    let ca_key = include_str!("../fixtures/capi-ca/tls.key");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(kube.client.clone(), &kube.ns);
     let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({

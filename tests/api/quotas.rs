@@ -1,7 +1,7 @@
 //! `/v1/quotas` with Magnum's shapes, texts and check order, stored in Magnum's `quotas`
 //! table, and the cluster quota that cluster create enforces from it.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{As, OTHER_PROJECT, PROJECT};

@@ -1,7 +1,7 @@
 //! `/v1/clustertemplates` as Magnum's `ClusterTemplatesController` answers it (reference
 //! §4.8, §7; oracle blocks 11–12).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 
