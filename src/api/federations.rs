@@ -304,17 +304,7 @@ async fn create_federation(
         ));
     };
     super::lookup::cluster(&state, &Tenancy::of(&ctx, false), host).await?;
-    // `attr_validator.validate_federation_properties`.
-    let Some(properties) = a.properties else {
-        return Err(ApiError::InvalidParameterValue(
-            "Please specify a `properties` dict for the federation.".into(),
-        ));
-    };
-    if properties.get("dns-zone").is_none_or(Value::is_null) {
-        return Err(ApiError::InvalidParameterValue(
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
-        ));
-    }
+    let properties = validate_federation_properties(a.properties)?;
     // The body's uuid is validated, then replaced.
     let uuid = uuid::Uuid::new_v4().to_string();
     let new = NewFederation {
@@ -331,6 +321,49 @@ async fn create_federation(
     };
     state.store.insert_federation(&new).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": uuid}))))
+}
+
+/// `attr_validator.validate_federation_properties`: a create needs a `properties` dict
+/// naming a `dns-zone`.
+fn validate_federation_properties(
+    properties: Option<Map<String, Value>>,
+) -> ApiResult<Map<String, Value>> {
+    let Some(properties) = properties else {
+        return Err(ApiError::InvalidParameterValue(
+            "Please specify a `properties` dict for the federation.".into(),
+        ));
+    };
+    if properties.get("dns-zone").is_none_or(Value::is_null) {
+        return Err(ApiError::InvalidParameterValue(
+            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+        ));
+    }
+    Ok(properties)
+}
+
+/// `validation.validate_federation_properties(delta)`: a PATCH changes only the
+/// properties in `federation_update_allowed_properties`.
+fn validate_federation_delta(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> ApiResult<()> {
+    let mut disallowed: Vec<&str> = WRITABLE
+        .iter()
+        .copied()
+        .filter(|k| {
+            let was = before.get(*k).unwrap_or(&Value::Null);
+            !UPDATABLE.contains(k) && after.get(*k).unwrap_or(&Value::Null) != was
+        })
+        .collect();
+    disallowed.sort_unstable();
+    if disallowed.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::InvalidParameterValue(format!(
+            "cannot change federation property(ies) {}.",
+            disallowed.join(", ")
+        )))
+    }
 }
 
 /// Mirrors `FederationsController.patch`: 202 with the uuid. `add`/`remove` of a value at
@@ -423,22 +456,7 @@ async fn patched(
     let mut doc = before.clone();
     jsonpatch::apply(&mut doc, &ops)?;
     let a = attributes(&Body::from_map("federation", doc.clone()))?;
-    // `validation.validate_federation_properties(delta)`.
-    let mut disallowed: Vec<&str> = WRITABLE
-        .iter()
-        .copied()
-        .filter(|k| {
-            let was = before.get(*k).unwrap_or(&Value::Null);
-            !UPDATABLE.contains(k) && doc.get(*k).unwrap_or(&Value::Null) != was
-        })
-        .collect();
-    disallowed.sort_unstable();
-    if !disallowed.is_empty() {
-        return Err(ApiError::InvalidParameterValue(format!(
-            "cannot change federation property(ies) {}.",
-            disallowed.join(", ")
-        )));
-    }
+    validate_federation_delta(&before, &doc)?;
     let _ = a.name;
     Ok(FederationChange {
         member_ids: a.member_ids.unwrap_or_default(),
