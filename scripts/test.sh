@@ -42,7 +42,8 @@ CONF_PORTS="${MAGNUM_CONF_PORTS:-19611,19612}"
 KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
 CAPI_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/capi-run"
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step line says how long the run has taken so far (the suite's time, step by step).
+step() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*" >&2; }
 cleanup() {
   local p
   for p in ${CONF_PORTS//,/ }; do "$HERE/magnum-api.sh" stop "$p" >/dev/null 2>&1 || true; done
