@@ -117,7 +117,7 @@ impl Store {
         let created = now();
         let values = cluster_values(c, &created);
         let mut tx = self.begin().await?;
-        insert_row(&mut *tx, "cluster", &values).await?;
+        insert_row(&mut *tx, "cluster", values).await?;
         for ng in nodegroups {
             insert_nodegroup_on(&mut tx, ng, &created).await?;
         }

@@ -196,18 +196,17 @@ pub(crate) fn bind_all<'q>(
 pub(crate) async fn insert_row<'e, E>(
     exec: E,
     table: &str,
-    values: &[(&'static str, Bind)],
+    values: Vec<(&'static str, Bind)>,
 ) -> Result<u64, sqlx::Error>
 where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
-    let names: Vec<&str> = values.iter().map(|(c, _)| *c).collect();
+    let (names, binds): (Vec<&str>, Vec<Bind>) = values.into_iter().unzip();
     let sql = format!(
         "INSERT INTO {table} ({}) VALUES ({})",
         names.join(", "),
         vec!["?"; names.len()].join(", ")
     );
-    let binds: Vec<Bind> = values.iter().map(|(_, b)| b.clone()).collect();
     Ok(bind_all(sqlx::query(&sql), &binds)
         .execute(exec)
         .await?

@@ -65,7 +65,7 @@ pub(crate) async fn insert_nodegroup_on(
     ng: &NodeGroup,
     created_at: &str,
 ) -> Result<(), sqlx::Error> {
-    insert_row(conn, "nodegroup", &nodegroup_values(ng, created_at)).await?;
+    insert_row(conn, "nodegroup", nodegroup_values(ng, created_at)).await?;
     Ok(())
 }
 

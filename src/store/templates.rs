@@ -140,7 +140,7 @@ impl Store {
     ) -> Result<ClusterTemplate, sqlx::Error> {
         let mut values = template_values(t);
         values.push(("created_at", Bind::text(now())));
-        insert_row(&mut self.conn().await?, "cluster_template", &values).await?;
+        insert_row(&mut self.conn().await?, "cluster_template", values).await?;
         self.template_by_uuid(&t.uuid)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
