@@ -681,7 +681,7 @@ async fn a_database_error_mid_pass_strands_no_claimed_operation() {
     let store = &app.state.store;
     let exec = |sql: &'static str| async move {
         sqlx::query(sql)
-            .execute(&mut store.conn().await.expect("connection"))
+            .execute(&mut store.side_connection().await.expect("connection"))
             .await
             .expect(sql);
     };

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::schema::{ClusterCol, NodeGroupCol};
 use super::Bind;
 
 /// A change to one column of `cluster`.
@@ -54,16 +55,16 @@ impl ClusterSet {
         ]
     }
 
-    pub(crate) fn column(&self) -> &'static str {
+    pub(crate) fn column(&self) -> ClusterCol {
         match self {
-            ClusterSet::Status(_) => "status",
-            ClusterSet::StatusReason(_) => "status_reason",
-            ClusterSet::HealthStatus(_) => "health_status",
-            ClusterSet::HealthStatusReason(_) => "health_status_reason",
-            ClusterSet::StackId(_) => "stack_id",
-            ClusterSet::ApiAddress(_) => "api_address",
-            ClusterSet::CoeVersion(_) => "coe_version",
-            ClusterSet::ClusterTemplateId(_) => "cluster_template_id",
+            ClusterSet::Status(_) => ClusterCol::Status,
+            ClusterSet::StatusReason(_) => ClusterCol::StatusReason,
+            ClusterSet::HealthStatus(_) => ClusterCol::HealthStatus,
+            ClusterSet::HealthStatusReason(_) => ClusterCol::HealthStatusReason,
+            ClusterSet::StackId(_) => ClusterCol::StackId,
+            ClusterSet::ApiAddress(_) => ClusterCol::ApiAddress,
+            ClusterSet::CoeVersion(_) => ClusterCol::CoeVersion,
+            ClusterSet::ClusterTemplateId(_) => ClusterCol::ClusterTemplateId,
         }
     }
 
@@ -97,18 +98,18 @@ impl NodeGroupSet {
         ]
     }
 
-    pub(crate) fn column(&self) -> &'static str {
+    pub(crate) fn column(&self) -> NodeGroupCol {
         match self {
-            NodeGroupSet::Status(_) => "status",
-            NodeGroupSet::StackId(_) => "stack_id",
-            NodeGroupSet::StatusReason(_) => "status_reason",
-            NodeGroupSet::Version(_) => "version",
-            NodeGroupSet::NodeCount(_) => "node_count",
-            NodeGroupSet::MinNodeCount(_) => "min_node_count",
-            NodeGroupSet::MaxNodeCount(_) => "max_node_count",
-            NodeGroupSet::NodeLabels(_) => "node_labels",
-            NodeGroupSet::NodeTaints(_) => "node_taints",
-            NodeGroupSet::NodeAddresses(_) => "node_addresses",
+            NodeGroupSet::Status(_) => NodeGroupCol::Status,
+            NodeGroupSet::StackId(_) => NodeGroupCol::StackId,
+            NodeGroupSet::StatusReason(_) => NodeGroupCol::StatusReason,
+            NodeGroupSet::Version(_) => NodeGroupCol::Version,
+            NodeGroupSet::NodeCount(_) => NodeGroupCol::NodeCount,
+            NodeGroupSet::MinNodeCount(_) => NodeGroupCol::MinNodeCount,
+            NodeGroupSet::MaxNodeCount(_) => NodeGroupCol::MaxNodeCount,
+            NodeGroupSet::NodeLabels(_) => NodeGroupCol::NodeLabels,
+            NodeGroupSet::NodeTaints(_) => NodeGroupCol::NodeTaints,
+            NodeGroupSet::NodeAddresses(_) => NodeGroupCol::NodeAddresses,
         }
     }
 
@@ -128,17 +129,17 @@ impl NodeGroupSet {
 }
 
 /// The `(column, bind)` pairs of a set of changes, for [`super::update_columns`].
-pub(crate) fn cluster_columns(changes: &[ClusterSet]) -> Vec<(&'static str, Bind)> {
+pub(crate) fn cluster_columns(changes: &[ClusterSet]) -> Vec<(ClusterCol, Bind)> {
     changes.iter().map(|c| (c.column(), c.bind())).collect()
 }
 
-pub(crate) fn nodegroup_columns(changes: &[NodeGroupSet]) -> Vec<(&'static str, Bind)> {
+pub(crate) fn nodegroup_columns(changes: &[NodeGroupSet]) -> Vec<(NodeGroupCol, Bind)> {
     changes.iter().map(|c| (c.column(), c.bind())).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::columns::{CLUSTER_COLUMNS, NODEGROUP_COLUMNS};
+    use super::super::schema::Column as _;
     use super::*;
 
     #[test]
@@ -154,10 +155,7 @@ mod tests {
             ClusterSet::ClusterTemplateId(String::new()),
         ];
         for c in &cluster {
-            assert!(
-                CLUSTER_COLUMNS.iter().any(|(n, _)| *n == c.column()),
-                "{c:?}"
-            );
+            assert!(ClusterCol::ALL.contains(&c.column()), "{c:?}");
         }
         let nodegroup = [
             NodeGroupSet::Status(String::new()),
@@ -172,10 +170,7 @@ mod tests {
             NodeGroupSet::NodeAddresses(Vec::new()),
         ];
         for c in &nodegroup {
-            assert!(
-                NODEGROUP_COLUMNS.iter().any(|(n, _)| *n == c.column()),
-                "{c:?}"
-            );
+            assert!(NodeGroupCol::ALL.contains(&c.column()), "{c:?}");
         }
     }
 

@@ -2,12 +2,11 @@
 //! a host cluster, its member clusters and the federation's properties.
 
 use serde_json::{Map, Value};
-use sqlx::any::AnyRow;
 
 use super::clusters::tenancy_filter;
-use super::columns::R;
+use super::schema::{isoformat, json_list, json_map, select_from, FederationCol, FederationRow};
 use super::sort_key::Table;
-use super::{bind_all, now, Bind, Page, Store};
+use super::{now, stmt, Bind, Page, Store};
 use crate::model::Tenancy;
 
 /// One row of `federation`.
@@ -59,28 +58,23 @@ pub enum FederationUpdate {
     Gone,
 }
 
-const SELECT: &str = "SELECT t.id AS id, t.uuid AS uuid, t.project_id AS project_id, \
-     t.name AS name, t.hostcluster_id AS hostcluster_id, t.member_ids AS member_ids, \
-     t.status AS status, t.status_reason AS status_reason, t.properties AS properties, \
-     CAST(t.created_at AS CHAR) AS created_at, CAST(t.updated_at AS CHAR) AS updated_at \
-     FROM federation t WHERE 1 = 1";
-
-fn federation_from_row(row: &AnyRow) -> Result<Federation, sqlx::Error> {
-    let r = R(row);
-    Ok(Federation {
-        id: r.int("id")?.unwrap_or_default(),
-        uuid: r.text("uuid")?.unwrap_or_default(),
-        project_id: r.text("project_id")?,
-        name: r.text("name")?,
-        hostcluster_id: r.text("hostcluster_id")?,
-        member_ids: r.json_list("member_ids")?,
-        status: r.text("status")?,
-        status_reason: r.text("status_reason")?,
-        properties: r.json_map("properties")?,
-        created_at: r.time("created_at")?,
-        updated_at: r.time("updated_at")?,
-        revision: (r.text("member_ids")?, r.text("properties")?),
-    })
+impl From<FederationRow> for Federation {
+    fn from(r: FederationRow) -> Self {
+        Federation {
+            id: r.id,
+            uuid: r.uuid.unwrap_or_default(),
+            project_id: r.project_id,
+            name: r.name,
+            hostcluster_id: r.hostcluster_id,
+            member_ids: json_list(r.member_ids.as_deref()),
+            status: r.status,
+            status_reason: r.status_reason,
+            properties: json_map(r.properties.as_deref()),
+            created_at: r.created_at.as_ref().map(isoformat),
+            updated_at: r.updated_at.as_ref().map(isoformat),
+            revision: (r.member_ids, r.properties),
+        }
+    }
 }
 
 impl Store {
@@ -90,14 +84,15 @@ impl Store {
         tenancy: &Tenancy,
         page: &Page,
     ) -> Result<Vec<Federation>, sqlx::Error> {
-        let mut sql = SELECT.to_string();
+        let mut sql = format!("{} WHERE 1 = 1", select_from::<FederationCol>());
         let mut binds = Vec::new();
         sql.push_str(tenancy_filter(&federation_tenancy(tenancy), &mut binds));
         page.apply(Table::Federation, &mut sql, &mut binds);
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<FederationRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(federation_from_row).collect()
+        Ok(rows.into_iter().map(Federation::from).collect())
     }
 
     /// Federations whose `uuid` or `name` (`by_name`) is `value`, within `tenancy`.
@@ -107,7 +102,7 @@ impl Store {
         by_name: bool,
         value: &str,
     ) -> Result<Vec<Federation>, sqlx::Error> {
-        let mut sql = SELECT.to_string();
+        let mut sql = format!("{} WHERE 1 = 1", select_from::<FederationCol>());
         let mut binds = Vec::new();
         sql.push_str(tenancy_filter(&federation_tenancy(tenancy), &mut binds));
         sql.push_str(if by_name {
@@ -117,14 +112,15 @@ impl Store {
         });
         binds.push(Bind::text(value));
         sql.push_str(" ORDER BY t.id LIMIT 2");
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<FederationRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(federation_from_row).collect()
+        Ok(rows.into_iter().map(Federation::from).collect())
     }
 
     pub async fn insert_federation(&self, f: &NewFederation) -> Result<(), sqlx::Error> {
-        sqlx::query(
+        stmt(
             "INSERT INTO federation (created_at, project_id, uuid, name, hostcluster_id, \
              member_ids, status, status_reason, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -149,7 +145,7 @@ impl Store {
         change: &FederationChange,
     ) -> Result<FederationUpdate, sqlx::Error> {
         let (members_before, properties_before) = &current.revision;
-        let done = sqlx::query(
+        let done = stmt(
             "UPDATE federation SET member_ids = ?, properties = ?, status = ?, \
              status_reason = ?, updated_at = ? WHERE id = ? \
              AND COALESCE(member_ids, '') = ? AND COALESCE(properties, '') = ?",
@@ -167,9 +163,9 @@ impl Store {
         if done.rows_affected() == 1 {
             return Ok(FederationUpdate::Done);
         }
-        let still_there: Option<i64> = sqlx::query_scalar("SELECT id FROM federation WHERE id = ?")
+        let still_there: Option<i64> = stmt("SELECT id FROM federation WHERE id = ?")
             .bind(current.id)
-            .fetch_optional(&mut self.conn().await?)
+            .scalar_optional(&mut self.conn().await?)
             .await?;
         Ok(match still_there {
             Some(_) => FederationUpdate::Raced,
@@ -179,7 +175,7 @@ impl Store {
 
     /// Removes a federation; whether it was there.
     pub async fn delete_federation(&self, id: i64) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query("DELETE FROM federation WHERE id = ?")
+        let done = stmt("DELETE FROM federation WHERE id = ?")
             .bind(id)
             .execute(&mut self.conn().await?)
             .await?;

@@ -1,6 +1,7 @@
 //! How a row is found: each variant is one column a lookup may match, with a value of its
 //! type, so callers choose the column by meaning and never spell it.
 
+use super::schema::{ClusterCol, NodeGroupCol, TemplateCol};
 use super::Bind;
 
 /// Finds clusters by one column.
@@ -28,11 +29,11 @@ pub enum NodeGroupBy<'a> {
 }
 
 impl ClusterBy<'_> {
-    pub(crate) fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> ClusterCol {
         match self {
-            ClusterBy::Uuid(_) => "uuid",
-            ClusterBy::Name(_) => "name",
-            ClusterBy::StackId(_) => "stack_id",
+            ClusterBy::Uuid(_) => ClusterCol::Uuid,
+            ClusterBy::Name(_) => ClusterCol::Name,
+            ClusterBy::StackId(_) => ClusterCol::StackId,
         }
     }
 
@@ -44,10 +45,10 @@ impl ClusterBy<'_> {
 }
 
 impl TemplateBy<'_> {
-    pub(crate) fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> TemplateCol {
         match self {
-            TemplateBy::Uuid(_) => "uuid",
-            TemplateBy::Name(_) => "name",
+            TemplateBy::Uuid(_) => TemplateCol::Uuid,
+            TemplateBy::Name(_) => TemplateCol::Name,
         }
     }
 
@@ -59,11 +60,11 @@ impl TemplateBy<'_> {
 }
 
 impl NodeGroupBy<'_> {
-    pub(crate) fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> NodeGroupCol {
         match self {
-            NodeGroupBy::Id(_) => "id",
-            NodeGroupBy::Uuid(_) => "uuid",
-            NodeGroupBy::Name(_) => "name",
+            NodeGroupBy::Id(_) => NodeGroupCol::Id,
+            NodeGroupBy::Uuid(_) => NodeGroupCol::Uuid,
+            NodeGroupBy::Name(_) => NodeGroupCol::Name,
         }
     }
 

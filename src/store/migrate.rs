@@ -4,7 +4,7 @@
 
 use sqlx::migrate::Migrator;
 
-use super::{Dialect, Store};
+use super::{stmt, Conn, Dialect, Store};
 
 /// The alembic revision whose schema magnum-rs reads and writes.
 pub const MAGNUM_ALEMBIC_HEAD: &str = "b3e1cf4a2d5e";
@@ -64,9 +64,9 @@ impl Store {
                  WHERE table_schema = DATABASE() AND table_name = ?"
             }
         };
-        let n: i64 = sqlx::query_scalar(sql)
-            .bind(table.to_string())
-            .fetch_one(&mut self.conn().await?)
+        let n: i64 = stmt(sql)
+            .bind(table)
+            .scalar(&mut self.conn().await?)
             .await?;
         Ok(n > 0)
     }
@@ -76,11 +76,10 @@ impl Store {
         if !self.table_exists("_sqlx_migrations").await? {
             return Ok(false);
         }
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM _sqlx_migrations WHERE version = 1 AND success = 1",
-        )
-        .fetch_one(&mut self.conn().await?)
-        .await?;
+        let n: i64 =
+            stmt("SELECT COUNT(*) FROM _sqlx_migrations WHERE version = 1 AND success = 1")
+                .scalar(&mut self.conn().await?)
+                .await?;
         Ok(n > 0)
     }
 
@@ -95,20 +94,30 @@ impl Store {
             if !self.table_exists("alembic_version").await? {
                 return Err(MigrateError::UnknownOwner);
             }
-            let found: Option<String> =
-                sqlx::query_scalar("SELECT version_num FROM alembic_version")
-                    .fetch_optional(&mut self.conn().await?)
-                    .await?;
+            let found: Option<String> = stmt("SELECT version_num FROM alembic_version")
+                .scalar_optional(&mut self.conn().await?)
+                .await?;
             let found = found.unwrap_or_default();
             if found != MAGNUM_ALEMBIC_HEAD {
                 return Err(MigrateError::MagnumRevisionMismatch { found });
             }
             MigrateOutcome::MagnumOwned
         } else {
-            tolerant(schema).run(&mut *self.conn().await?).await?;
+            self.run_migrations(schema).await?;
             MigrateOutcome::OwnSchema
         };
-        tolerant(sidecar).run(&mut *self.conn().await?).await?;
+        self.run_migrations(sidecar).await?;
         Ok(outcome)
+    }
+
+    /// Applies a migration set on a connection of the store's driver.
+    async fn run_migrations(&self, set: &'static Migrator) -> Result<(), MigrateError> {
+        let mut conn = self.conn().await?;
+        match &mut conn {
+            Conn::Sqlite(c) => tolerant(set).run(&mut **c).await?,
+            Conn::Mysql(c) => tolerant(set).run(&mut **c).await?,
+        }
+        conn.mark_clean();
+        Ok(())
     }
 }

@@ -1,12 +1,10 @@
 //! Persistence through sqlx on Magnum's own tables, for SQLite and MySQL/MariaDB from the same
-//! code paths (the `Any` driver; SQL written to run unchanged on both).
-//!
-//! Reads cast columns whose native types the `Any` driver cannot carry (BOOLEAN, DATETIME)
-//! into integers and strings; JSON columns are TEXT holding JSON, as in Magnum.
+//! code paths: the pool holds connections of one concrete driver, statements are the same
+//! SQL text on both (see [`statement`]), and rows are decoded by that driver natively into
+//! the row types of [`schema`]. JSON columns are TEXT holding JSON, as in Magnum.
 
 mod changes;
 pub mod clusters;
-mod columns;
 pub mod federations;
 mod keys;
 pub mod migrate;
@@ -16,8 +14,10 @@ pub mod operations;
 mod page;
 pub mod pool;
 pub mod quotas;
+mod schema;
 pub mod services;
 mod sort_key;
+mod statement;
 mod stats;
 pub mod templates;
 mod transaction;
@@ -26,14 +26,17 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sqlx::any::AnyConnectOptions;
+use sqlx::mysql::MySqlConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
+use sqlx::{MySql, Sqlite};
 
 pub use changes::{ClusterSet, NodeGroupSet};
-pub use columns::iso8601;
 pub use keys::{ClusterBy, NodeGroupBy, TemplateBy};
 pub use page::{Page, SortDir};
-pub use pool::{Conn, Pool};
+pub use pool::Pool;
+pub use schema::{iso8601, isoformat, stored};
 pub use sort_key::{SortKey, Table};
+pub(crate) use statement::{stmt, Conn};
 
 /// Which SQL dialect is behind the pool; only DDL and a few statements depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,11 +45,27 @@ pub enum Dialect {
     Mysql,
 }
 
-/// The store: a pool and its dialect. Cheap to clone.
+/// The pool of the store's driver.
 #[derive(Clone, Debug)]
+enum Pools {
+    Sqlite(Pool<Sqlite>),
+    Mysql(Pool<MySql>),
+}
+
+/// The store: a pool of one driver. Cheap to clone.
+#[derive(Clone)]
 pub struct Store {
-    pool: Pool,
-    dialect: Dialect,
+    pools: Pools,
+    /// For [`Store::side_connection`]; holds the password, so never in `Debug`.
+    url: std::sync::Arc<str>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("pools", &self.pools)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How many connections a MySQL/MariaDB pool opens when `[database] max_pool_size` is not
@@ -56,6 +75,9 @@ pub const DEFAULT_MAX_POOL_SIZE: usize = 5;
 /// A SQLite database takes one writer at a time; a few connections let reads run beside it.
 const SQLITE_POOL_SIZE: usize = 4;
 
+/// How long an acquisition waits for a free connection.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Store {
     /// Connects to `url` (`sqlite://…` or `mysql://…`). A SQLite file is created when missing.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
@@ -64,61 +86,69 @@ impl Store {
 
     /// As [`Store::connect`], with at most `max_pool_size` MySQL connections.
     pub async fn connect_with(url: &str, max_pool_size: usize) -> anyhow::Result<Self> {
-        sqlx::any::install_default_drivers();
-        let dialect = if url.starts_with("sqlite:") {
-            Dialect::Sqlite
+        let (pools, url) = if url.starts_with("sqlite:") {
+            let url = sqlite_url_with_create(url);
+            let options = SqliteConnectOptions::from_str(&url)
+                .context("invalid database URL")?
+                // WAL lets readers run beside the writer; the busy timeout makes concurrent
+                // writers wait for each other instead of failing.
+                .journal_mode(SqliteJournalMode::Wal)
+                .busy_timeout(Duration::from_secs(30));
+            let pool = Pool::connect(options, SQLITE_POOL_SIZE, ACQUIRE_TIMEOUT)
+                .await
+                .context("cannot connect to the database")?;
+            (Pools::Sqlite(pool), url)
         } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
-            Dialect::Mysql
+            let url = url.replacen("mariadb:", "mysql:", 1);
+            let options = MySqlConnectOptions::from_str(&url).context("invalid database URL")?;
+            let pool = Pool::connect(options, max_pool_size, ACQUIRE_TIMEOUT)
+                .await
+                .context("cannot connect to the database")?;
+            (Pools::Mysql(pool), url)
         } else {
             anyhow::bail!("unsupported database URL scheme (expected sqlite: or mysql:)");
         };
-        let url = if dialect == Dialect::Sqlite {
-            sqlite_url_with_create(url)
-        } else {
-            url.replacen("mariadb:", "mysql:", 1)
-        };
-        let options = AnyConnectOptions::from_str(&url).context("invalid database URL")?;
-        let max = if dialect == Dialect::Sqlite {
-            SQLITE_POOL_SIZE
-        } else {
-            max_pool_size
-        };
-        let after_connect: Option<pool::AfterConnect> = (dialect == Dialect::Sqlite).then(|| {
-            let f: pool::AfterConnect = std::sync::Arc::new(|conn| {
-                Box::pin(async move {
-                    // WAL lets readers run beside the writer; the busy timeout makes
-                    // concurrent writers wait for each other instead of failing.
-                    sqlx::Executor::execute(&mut *conn, "PRAGMA journal_mode = WAL").await?;
-                    sqlx::Executor::execute(&mut *conn, "PRAGMA busy_timeout = 30000").await?;
-                    Ok(())
-                })
-            });
-            f
-        });
-        let pool = Pool::connect(options, max, Duration::from_secs(30), after_connect)
-            .await
-            .context("cannot connect to the database")?;
-        Ok(Store { pool, dialect })
+        Ok(Store {
+            pools,
+            url: url.into(),
+        })
     }
 
-    /// A connection for statements (`&mut conn` is an executor).
-    pub async fn conn(&self) -> Result<Conn, sqlx::Error> {
-        self.pool.acquire().await
+    /// A pooled connection for statements ([`stmt`]).
+    pub(crate) async fn conn(&self) -> Result<Conn, sqlx::Error> {
+        Ok(match &self.pools {
+            Pools::Sqlite(p) => Conn::Sqlite(p.acquire().await?),
+            Pools::Mysql(p) => Conn::Mysql(p.acquire().await?),
+        })
+    }
+
+    /// A connection of its own to the same database, outside the pool and the store's
+    /// statements: for tests and tools that look at (or break) the database from the side.
+    pub async fn side_connection(&self) -> Result<sqlx::AnyConnection, sqlx::Error> {
+        use sqlx::Connection as _;
+        sqlx::any::install_default_drivers();
+        sqlx::AnyConnection::connect(&self.url).await
     }
 
     /// Closes the pool's connections.
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.pools {
+            Pools::Sqlite(p) => p.close().await,
+            Pools::Mysql(p) => p.close().await,
+        }
     }
 
     pub fn dialect(&self) -> Dialect {
-        self.dialect
+        match &self.pools {
+            Pools::Sqlite(_) => Dialect::Sqlite,
+            Pools::Mysql(_) => Dialect::Mysql,
+        }
     }
 
     /// Whether the database answers (for readiness).
     pub async fn ping(&self) -> bool {
         match self.conn().await {
-            Ok(mut c) => sqlx::query("SELECT 1").execute(&mut c).await.is_ok(),
+            Ok(mut c) => stmt("SELECT 1").execute(&mut c).await.is_ok(),
             Err(_) => false,
         }
     }
@@ -178,70 +208,59 @@ impl Bind {
     }
 }
 
-pub(crate) fn bind_all<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    binds: &'q [Bind],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for b in binds {
-        q = match b {
-            Bind::Text(v) => q.bind(v.clone()),
-            Bind::Int(v) => q.bind(*v),
-            Bind::Bool(v) => q.bind(*v),
-        };
-    }
-    q
-}
-
-/// `INSERT INTO <table> (a, b, …) VALUES (?, ?, …)` of named values on any executor.
-pub(crate) async fn insert_row<'e, E>(
-    exec: E,
-    table: &str,
-    values: Vec<(&'static str, Bind)>,
-) -> Result<u64, sqlx::Error>
-where
-    E: sqlx::Executor<'e, Database = sqlx::Any>,
-{
-    let (names, binds): (Vec<&str>, Vec<Bind>) = values.into_iter().unzip();
+/// `INSERT INTO <table> (a, b, …) VALUES (?, ?, …)` of named values.
+pub(crate) async fn insert_row<C: schema::Column>(
+    conn: &mut Conn,
+    values: Vec<(C, Bind)>,
+) -> Result<u64, sqlx::Error> {
+    let (names, binds): (Vec<C>, Vec<Bind>) = values.into_iter().unzip();
     let sql = format!(
-        "INSERT INTO {table} ({}) VALUES ({})",
-        names.join(", "),
+        "INSERT INTO {} ({}) VALUES ({})",
+        C::TABLE,
+        names
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         vec!["?"; names.len()].join(", ")
     );
-    Ok(bind_all(sqlx::query(&sql), &binds)
-        .execute(exec)
+    Ok(stmt(sql)
+        .bind_all(binds)
+        .execute(conn)
         .await?
         .rows_affected())
 }
 
-/// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE id = ?` on any executor.
-pub(crate) async fn update_columns<'e, E>(
-    exec: E,
-    table: &str,
+/// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE id = ?`.
+pub(crate) async fn update_columns<C: schema::Column>(
+    conn: &mut Conn,
     id: i64,
-    changes: &[(&str, Bind)],
-) -> Result<u64, sqlx::Error>
-where
-    E: sqlx::Executor<'e, Database = sqlx::Any>,
-{
+    changes: Vec<(C, Bind)>,
+) -> Result<u64, sqlx::Error> {
     if changes.is_empty() {
         return Ok(0);
     }
-    let mut sql = format!("UPDATE {table} SET ");
+    let mut sql = format!("UPDATE {} SET ", C::TABLE);
     let mut binds: Vec<Bind> = Vec::with_capacity(changes.len() + 2);
-    for (i, (col, b)) in changes.iter().enumerate() {
+    let mut stamped = false;
+    for (i, (col, b)) in changes.into_iter().enumerate() {
         if i > 0 {
             sql.push_str(", ");
         }
-        sql.push_str(col);
+        stamped |= col.name() == "updated_at";
+        sql.push_str(col.name());
         sql.push_str(" = ?");
-        binds.push(b.clone());
+        binds.push(b);
     }
-    if !changes.iter().any(|(c, _)| *c == "updated_at") {
+    if !stamped {
         sql.push_str(", updated_at = ?");
         binds.push(Bind::text(now()));
     }
     sql.push_str(" WHERE id = ?");
     binds.push(Bind::Int(Some(id)));
-    let q = bind_all(sqlx::query(&sql), &binds);
-    Ok(q.execute(exec).await?.rows_affected())
+    Ok(stmt(sql)
+        .bind_all(binds)
+        .execute(conn)
+        .await?
+        .rows_affected())
 }

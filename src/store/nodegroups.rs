@@ -2,14 +2,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-use sqlx::{AnyConnection, Row as _};
-
 use super::changes::{nodegroup_columns, NodeGroupSet};
-use super::columns::{nodegroup_from_row, nodegroup_select, text_at};
 use super::keys::NodeGroupBy;
+use super::schema::{json_list, select_from, Column as _, NodeGroupCol, NodeGroupRow};
 use super::sort_key::Table;
-use super::{bind_all, insert_row, now, update_columns, Bind, Page, Store};
+use super::{insert_row, now, stmt, update_columns, Bind, Conn, Page, Store};
 use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
 
 /// Filters for a nodegroup list or lookup within one cluster.
@@ -18,6 +15,15 @@ pub struct NodeGroupFilter {
     /// Only this project's rows (non-admins).
     pub project_id: Option<String>,
     pub role: Option<String>,
+}
+
+/// What the computed counts read of a nodegroup.
+#[derive(sqlx::FromRow)]
+struct CountsRow {
+    cluster_id: Option<String>,
+    role: Option<String>,
+    node_count: Option<i64>,
+    node_addresses: Option<String>,
 }
 
 impl NodeGroupFilter {
@@ -34,38 +40,50 @@ impl NodeGroupFilter {
 }
 
 /// The columns an insert writes (every column but `id` and `updated_at`), named.
-fn nodegroup_values(ng: &NodeGroup, created_at: &str) -> Vec<(&'static str, Bind)> {
+fn nodegroup_values(ng: &NodeGroup, created_at: &str) -> Vec<(NodeGroupCol, Bind)> {
     vec![
-        ("uuid", Bind::text(&ng.uuid)),
-        ("name", Bind::text(&ng.name)),
-        ("cluster_id", Bind::text(&ng.cluster_id)),
-        ("project_id", Bind::text(&ng.project_id)),
-        ("docker_volume_size", Bind::Int(ng.docker_volume_size)),
-        ("labels", Bind::json_map(&ng.labels)),
-        ("flavor_id", Bind::Text(ng.flavor_id.clone())),
-        ("image_id", Bind::Text(ng.image_id.clone())),
-        ("node_addresses", Bind::json_list(&ng.node_addresses)),
-        ("node_count", Bind::Int(Some(ng.node_count))),
-        ("max_node_count", Bind::Int(ng.max_node_count)),
-        ("min_node_count", Bind::Int(Some(ng.min_node_count))),
-        ("role", Bind::Text(ng.role.clone())),
-        ("is_default", Bind::Bool(ng.is_default)),
-        ("stack_id", Bind::Text(ng.stack_id.clone())),
-        ("status", Bind::Text(ng.status.clone())),
-        ("status_reason", Bind::Text(ng.status_reason.clone())),
-        ("version", Bind::Text(ng.version.clone())),
-        ("node_labels", Bind::json_map(&ng.node_labels)),
-        ("node_taints", Bind::json_list(&ng.node_taints)),
-        ("created_at", Bind::text(created_at)),
+        (NodeGroupCol::Uuid, Bind::text(&ng.uuid)),
+        (NodeGroupCol::Name, Bind::text(&ng.name)),
+        (NodeGroupCol::ClusterId, Bind::text(&ng.cluster_id)),
+        (NodeGroupCol::ProjectId, Bind::text(&ng.project_id)),
+        (
+            NodeGroupCol::DockerVolumeSize,
+            Bind::Int(ng.docker_volume_size),
+        ),
+        (NodeGroupCol::Labels, Bind::json_map(&ng.labels)),
+        (NodeGroupCol::FlavorId, Bind::Text(ng.flavor_id.clone())),
+        (NodeGroupCol::ImageId, Bind::Text(ng.image_id.clone())),
+        (
+            NodeGroupCol::NodeAddresses,
+            Bind::json_list(&ng.node_addresses),
+        ),
+        (NodeGroupCol::NodeCount, Bind::Int(Some(ng.node_count))),
+        (NodeGroupCol::MaxNodeCount, Bind::Int(ng.max_node_count)),
+        (
+            NodeGroupCol::MinNodeCount,
+            Bind::Int(Some(ng.min_node_count)),
+        ),
+        (NodeGroupCol::Role, Bind::Text(ng.role.clone())),
+        (NodeGroupCol::IsDefault, Bind::Bool(ng.is_default)),
+        (NodeGroupCol::StackId, Bind::Text(ng.stack_id.clone())),
+        (NodeGroupCol::Status, Bind::Text(ng.status.clone())),
+        (
+            NodeGroupCol::StatusReason,
+            Bind::Text(ng.status_reason.clone()),
+        ),
+        (NodeGroupCol::Version, Bind::Text(ng.version.clone())),
+        (NodeGroupCol::NodeLabels, Bind::json_map(&ng.node_labels)),
+        (NodeGroupCol::NodeTaints, Bind::json_list(&ng.node_taints)),
+        (NodeGroupCol::CreatedAt, Bind::text(created_at)),
     ]
 }
 
 pub(crate) async fn insert_nodegroup_on(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     ng: &NodeGroup,
     created_at: &str,
 ) -> Result<(), sqlx::Error> {
-    insert_row(conn, "nodegroup", nodegroup_values(ng, created_at)).await?;
+    insert_row(conn, nodegroup_values(ng, created_at)).await?;
     Ok(())
 }
 
@@ -79,15 +97,15 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
-            nodegroup_select(),
+            "{} WHERE t.cluster_id IN ({}) ORDER BY t.id",
+            select_from::<NodeGroupCol>(),
             vec!["?"; cluster_uuids.len()].join(", ")
         );
-        let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<NodeGroupRow> = stmt(sql)
+            .bind_all(cluster_uuids.iter().map(Bind::text))
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(nodegroup_from_row).collect()
+        Ok(rows.into_iter().map(NodeGroup::from).collect())
     }
 
     /// The computed counts of each of the given clusters (by uuid; clusters without
@@ -104,32 +122,26 @@ impl Store {
             return Ok(counts);
         }
         let sql = format!(
-            "SELECT t.cluster_id AS cluster_id, t.role AS role, t.node_count AS node_count{} \
+            "SELECT t.cluster_id, t.role, t.node_count, {} \
              FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
             if addresses {
-                ", t.node_addresses AS node_addresses"
+                "t.node_addresses"
             } else {
-                ""
+                "NULL AS node_addresses"
             },
             vec!["?"; cluster_uuids.len()].join(", ")
         );
-        let binds: Vec<Bind> = cluster_uuids.iter().map(Bind::text).collect();
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<CountsRow> = stmt(sql)
+            .bind_all(cluster_uuids.iter().map(Bind::text))
             .fetch_all(&mut self.conn().await?)
             .await?;
-        for row in &rows {
-            let cluster_id = text_at(row, 0)?.unwrap_or_default();
-            let is_master = text_at(row, 1)?.as_deref() == Some(ROLE_MASTER);
-            let node_count = row.try_get::<Option<i64>, _>(2)?.unwrap_or(1);
-            let addrs = if addresses {
-                match text_at(row, 3)?.map(|t| serde_json::from_str::<Value>(&t)) {
-                    Some(Ok(Value::Array(a))) => a,
-                    _ => Vec::new(),
-                }
-            } else {
-                Vec::new()
-            };
-            let c = counts.entry(cluster_id).or_default();
+        for row in rows {
+            let is_master = row.role.as_deref() == Some(ROLE_MASTER);
+            let node_count = row.node_count.unwrap_or(1);
+            let addrs = json_list(row.node_addresses.as_deref()).unwrap_or_default();
+            let c = counts
+                .entry(row.cluster_id.unwrap_or_default())
+                .or_default();
             if is_master {
                 c.master_count = c.master_count.saturating_add(node_count);
                 c.master_addresses.extend(addrs);
@@ -148,16 +160,14 @@ impl Store {
         page: &Page,
     ) -> Result<Vec<NodeGroup>, sqlx::Error> {
         let mut binds = vec![Bind::text(cluster_uuid)];
-        let mut sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ?",
-            nodegroup_select()
-        );
+        let mut sql = format!("{} WHERE t.cluster_id = ?", select_from::<NodeGroupCol>());
         filter.apply(&mut sql, &mut binds);
         page.apply(Table::NodeGroup, &mut sql, &mut binds);
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<NodeGroupRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(nodegroup_from_row).collect()
+        Ok(rows.into_iter().map(NodeGroup::from).collect())
     }
 
     /// The first nodegroup of a cluster that `by` matches.
@@ -169,43 +179,40 @@ impl Store {
     ) -> Result<Option<NodeGroup>, sqlx::Error> {
         let mut binds = vec![Bind::text(cluster_uuid), by.bind()];
         let mut sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.cluster_id = ? AND t.{} = ?",
-            nodegroup_select(),
-            by.column()
+            "{} WHERE t.cluster_id = ? AND t.{} = ?",
+            select_from::<NodeGroupCol>(),
+            by.column().name()
         );
         filter.apply(&mut sql, &mut binds);
         sql.push_str(" ORDER BY t.id LIMIT 1");
-        let row = bind_all(sqlx::query(&sql), &binds)
+        let row: Option<NodeGroupRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_optional(&mut self.conn().await?)
             .await?;
-        row.as_ref().map(nodegroup_from_row).transpose()
+        Ok(row.map(NodeGroup::from))
     }
 
     pub async fn nodegroup_by_id(&self, id: i64) -> Result<Option<NodeGroup>, sqlx::Error> {
-        let sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.id = ?",
-            nodegroup_select()
-        );
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        row.as_ref().map(nodegroup_from_row).transpose()
+        let row: Option<NodeGroupRow> =
+            stmt(format!("{} WHERE t.id = ?", select_from::<NodeGroupCol>()))
+                .bind(id)
+                .fetch_optional(&mut self.conn().await?)
+                .await?;
+        Ok(row.map(NodeGroup::from))
     }
 
     pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
         // Insert and read back in one transaction on one connection (see insert_cluster).
         let mut tx = self.begin().await?;
         insert_nodegroup_on(&mut tx, ng, &now()).await?;
-        let sql = format!(
-            "SELECT {} FROM nodegroup t WHERE t.uuid = ?",
-            nodegroup_select()
-        );
-        let row = sqlx::query(&sql)
-            .bind(ng.uuid.clone())
-            .fetch_one(&mut *tx)
-            .await?;
-        let stored = nodegroup_from_row(&row)?;
+        let row: NodeGroupRow = stmt(format!(
+            "{} WHERE t.uuid = ?",
+            select_from::<NodeGroupCol>()
+        ))
+        .bind(&ng.uuid)
+        .fetch_one(&mut tx)
+        .await?;
+        let stored = NodeGroup::from(row);
         tx.commit().await?;
         Ok(stored)
     }
@@ -216,12 +223,12 @@ impl Store {
         changes: &[NodeGroupSet],
     ) -> Result<(), sqlx::Error> {
         let changes = nodegroup_columns(changes);
-        update_columns(&mut self.conn().await?, "nodegroup", id, &changes).await?;
+        update_columns(&mut self.conn().await?, id, changes).await?;
         Ok(())
     }
 
     pub async fn delete_nodegroup(&self, id: i64) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM nodegroup WHERE id = ?")
+        stmt("DELETE FROM nodegroup WHERE id = ?")
             .bind(id)
             .execute(&mut self.conn().await?)
             .await?;
@@ -231,20 +238,19 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::super::columns::NODEGROUP_COLUMNS;
     use super::*;
 
     /// Each written value is named, and the names are the table's columns read back.
     #[test]
     fn nodegroup_values_name_every_column_the_reads_know() {
-        let written: Vec<&str> = nodegroup_values(&NodeGroup::default(), "now")
+        let written: Vec<NodeGroupCol> = nodegroup_values(&NodeGroup::default(), "now")
             .iter()
             .map(|(c, _)| *c)
             .collect();
-        let known: Vec<&str> = NODEGROUP_COLUMNS
+        let known: Vec<NodeGroupCol> = NodeGroupCol::ALL
             .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| !["id", "updated_at"].contains(c))
+            .copied()
+            .filter(|c| ![NodeGroupCol::Id, NodeGroupCol::UpdatedAt].contains(c))
             .collect();
         assert_eq!(written, known);
     }

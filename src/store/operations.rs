@@ -2,13 +2,13 @@
 //! transaction as the state change they belong to, and handed to the driver by the
 //! operations worker. Also the transactional [`Batch`] those writes go through.
 
-use sqlx::Row;
+use chrono::NaiveDateTime;
 
 use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
-use super::columns::text_at;
 use super::nodegroups::insert_nodegroup_on;
 pub use super::op_payload::OpPayload;
-use super::{bind_all, now, update_columns, Bind, Store};
+use super::schema::{stored, ClusterCol, NodeGroupCol};
+use super::{now, stmt, update_columns, Bind, Conn, Store};
 use crate::model::NodeGroup;
 
 /// What an operation asks the driver to do.
@@ -120,11 +120,11 @@ pub struct QueueState {
     pub oldest_age: std::time::Duration,
 }
 
-/// A stored `created_at` (`YYYY-MM-DD HH:MM:SS[.ffffff]`, as [`now`] writes it).
-fn parse_stored_time(s: &str) -> Option<chrono::NaiveDateTime> {
-    chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S"))
-        .ok()
+/// What [`Store::open_operations`] reads per state.
+#[derive(sqlx::FromRow)]
+struct QueueRow {
+    n: i64,
+    oldest: Option<NaiveDateTime>,
 }
 
 /// A recorded operation.
@@ -178,10 +178,13 @@ pub struct Batch {
 
 #[derive(Debug)]
 enum Step {
-    Update {
-        table: &'static str,
+    UpdateCluster {
         id: i64,
-        changes: Vec<(&'static str, Bind)>,
+        changes: Vec<(ClusterCol, Bind)>,
+    },
+    UpdateNodeGroup {
+        id: i64,
+        changes: Vec<(NodeGroupCol, Bind)>,
     },
     InsertNodeGroup(Box<NodeGroup>),
     /// Records an operation; a `None` nodegroup id refers to the nodegroup inserted by
@@ -208,8 +211,7 @@ impl Batch {
     /// Writes `changes` to the cluster with row id `id`.
     pub fn cluster(mut self, id: i64, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
         let changes: Vec<ClusterSet> = changes.into_iter().collect();
-        self.steps.push(Step::Update {
-            table: "cluster",
+        self.steps.push(Step::UpdateCluster {
             id,
             changes: cluster_columns(&changes),
         });
@@ -219,8 +221,7 @@ impl Batch {
     /// Writes `changes` to the nodegroup with row id `id`.
     pub fn nodegroup(mut self, id: i64, changes: impl IntoIterator<Item = NodeGroupSet>) -> Self {
         let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
-        self.steps.push(Step::Update {
-            table: "nodegroup",
+        self.steps.push(Step::UpdateNodeGroup {
             id,
             changes: nodegroup_columns(&changes),
         });
@@ -294,7 +295,7 @@ const OP_INSERT: &str = "INSERT INTO magnum_rs_operation \
     VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)";
 
 pub(crate) async fn insert_operation(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn,
     op: &NewOperation,
 ) -> Result<(), sqlx::Error> {
     let binds = vec![
@@ -307,47 +308,72 @@ pub(crate) async fn insert_operation(
         Bind::text(OpState::Pending.as_str()),
         Bind::text(now()),
     ];
-    bind_all(sqlx::query(OP_INSERT), &binds)
-        .execute(conn)
-        .await?;
+    stmt(OP_INSERT).bind_all(binds).execute(conn).await?;
     Ok(())
 }
 
-fn operation_from_row(row: &sqlx::any::AnyRow) -> Result<Operation, sqlx::Error> {
-    let kind: String = row.try_get("kind")?;
-    // A MySQL TEXT column reaches the `Any` driver as BLOB.
-    let payload = text_at(row, "payload")?;
-    Ok(Operation {
-        id: row.try_get("id")?,
-        cluster_uuid: row.try_get("cluster_uuid")?,
-        nodegroup_id: row.try_get("nodegroup_id")?,
-        old_count: row.try_get("old_count")?,
-        new_count: row.try_get("new_count")?,
-        payload: OpPayload::from_stored(&kind, payload.as_deref())
-            .map_err(|e| sqlx::Error::Decode(e.into()))?,
-        state: {
-            let state: String = row.try_get("state")?;
-            OpState::parse(&state).ok_or_else(|| {
-                sqlx::Error::Decode(format!("unknown operation state {state}").into())
-            })?
-        },
-        attempts: row.try_get("attempts")?,
-        wait_object: row.try_get("wait_object")?,
-        wait_generation: row.try_get("wait_generation")?,
-        started_at: row.try_get("started_at")?,
-        deadline_at: row.try_get("deadline_at")?,
-        progress: text_at(row, "progress")?,
-    })
+/// A row of `magnum_rs_operation` as [`OP_COLUMNS`] reads it.
+#[derive(sqlx::FromRow)]
+struct OperationRow {
+    id: i64,
+    kind: String,
+    cluster_uuid: String,
+    nodegroup_id: Option<i64>,
+    old_count: Option<i64>,
+    new_count: Option<i64>,
+    payload: Option<String>,
+    state: String,
+    attempts: i64,
+    wait_object: Option<String>,
+    wait_generation: Option<i64>,
+    started_at: Option<NaiveDateTime>,
+    deadline_at: Option<NaiveDateTime>,
+    progress: Option<String>,
+}
+
+impl TryFrom<OperationRow> for Operation {
+    type Error = sqlx::Error;
+
+    fn try_from(r: OperationRow) -> Result<Self, sqlx::Error> {
+        Ok(Operation {
+            id: r.id,
+            cluster_uuid: r.cluster_uuid,
+            nodegroup_id: r.nodegroup_id,
+            old_count: r.old_count,
+            new_count: r.new_count,
+            payload: OpPayload::from_stored(&r.kind, r.payload.as_deref())
+                .map_err(|e| sqlx::Error::Decode(e.into()))?,
+            state: OpState::parse(&r.state).ok_or_else(|| {
+                sqlx::Error::Decode(format!("unknown operation state {}", r.state).into())
+            })?,
+            attempts: r.attempts,
+            wait_object: r.wait_object,
+            wait_generation: r.wait_generation,
+            started_at: r.started_at.as_ref().map(stored),
+            deadline_at: r.deadline_at.as_ref().map(stored),
+            progress: r.progress,
+        })
+    }
+}
+
+/// The operations `sql` selects ([`OP_COLUMNS`]).
+async fn operations(
+    sql: String,
+    binds: Vec<Bind>,
+    conn: &mut Conn,
+) -> Result<Vec<Operation>, sqlx::Error> {
+    let rows: Vec<OperationRow> = stmt(sql).bind_all(binds).fetch_all(conn).await?;
+    rows.into_iter().map(Operation::try_from).collect()
 }
 
 async fn transition_on(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn,
     id: i64,
     from: OpState,
     to: OpState,
     error: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
-    let r = sqlx::query(
+    let r = stmt(
         "UPDATE magnum_rs_operation SET state = ?, last_error = ?, attempts = attempts + ?, \
          updated_at = ? WHERE id = ? AND state = ?",
     )
@@ -364,8 +390,7 @@ async fn transition_on(
 
 const OP_COLUMNS: &str =
     "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, \
-     wait_object, wait_generation, CAST(started_at AS CHAR) AS started_at, \
-     CAST(deadline_at AS CHAR) AS deadline_at, progress";
+     wait_object, wait_generation, started_at, deadline_at, progress";
 
 impl Store {
     /// Runs a batch in one transaction. False (and nothing written) when a transition found
@@ -376,14 +401,17 @@ impl Store {
         let mut inserted_ng: Option<i64> = None;
         for step in batch.steps {
             match step {
-                Step::Update { table, id, changes } => {
-                    update_columns(&mut *tx, table, id, &changes).await?;
+                Step::UpdateCluster { id, changes } => {
+                    update_columns(&mut tx, id, changes).await?;
+                }
+                Step::UpdateNodeGroup { id, changes } => {
+                    update_columns(&mut tx, id, changes).await?;
                 }
                 Step::InsertNodeGroup(ng) => {
                     insert_nodegroup_on(&mut tx, &ng, &created).await?;
-                    let id: i64 = sqlx::query_scalar("SELECT id FROM nodegroup WHERE uuid = ?")
-                        .bind(ng.uuid.clone())
-                        .fetch_one(&mut *tx)
+                    let id: i64 = stmt("SELECT id FROM nodegroup WHERE uuid = ?")
+                        .bind(&ng.uuid)
+                        .scalar(&mut tx)
                         .await?;
                     inserted_ng = Some(id);
                 }
@@ -398,7 +426,7 @@ impl Store {
                     failed_count,
                     old_count,
                 } => {
-                    sqlx::query(
+                    stmt(
                         "UPDATE nodegroup SET node_count = ?, updated_at = ? \
                          WHERE id = ? AND node_count = ?",
                     )
@@ -406,23 +434,23 @@ impl Store {
                     .bind(created.clone())
                     .bind(nodegroup_id)
                     .bind(failed_count)
-                    .execute(&mut *tx)
+                    .execute(&mut tx)
                     .await?;
                 }
                 Step::DeleteCluster(uuid) => {
-                    sqlx::query("DELETE FROM nodegroup WHERE cluster_id = ?")
+                    stmt("DELETE FROM nodegroup WHERE cluster_id = ?")
                         .bind(uuid.clone())
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
-                    sqlx::query("DELETE FROM cluster WHERE uuid = ?")
+                    stmt("DELETE FROM cluster WHERE uuid = ?")
                         .bind(uuid)
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
                 }
                 Step::DeleteNodeGroup(id) => {
-                    sqlx::query("DELETE FROM nodegroup WHERE id = ?")
+                    stmt("DELETE FROM nodegroup WHERE id = ?")
                         .bind(id)
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
                 }
                 Step::Transition {
@@ -471,7 +499,7 @@ impl Store {
         let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
         let mut tx = self.begin().await?;
         let written_at = now();
-        let matched = sqlx::query(
+        let matched = stmt(
             "UPDATE nodegroup SET node_count = ?, status = ?, updated_at = ? \
              WHERE id = ? AND node_count = ?",
         )
@@ -480,7 +508,7 @@ impl Store {
         .bind(written_at.clone())
         .bind(nodegroup_id)
         .bind(seen)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?
         .rows_affected()
             == 1;
@@ -489,41 +517,38 @@ impl Store {
         } else {
             // Another count was written since the caller's read (or the row is gone): lock,
             // read, write.
-            sqlx::query("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
+            stmt("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
                 .bind(nodegroup_id)
-                .execute(&mut *tx)
+                .execute(&mut tx)
                 .await?;
-            let old: Option<Option<i64>> =
-                sqlx::query_scalar("SELECT node_count FROM nodegroup WHERE id = ?")
-                    .bind(nodegroup_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+            let old: Option<Option<i64>> = stmt("SELECT node_count FROM nodegroup WHERE id = ?")
+                .bind(nodegroup_id)
+                .scalar_optional(&mut tx)
+                .await?;
             let Some(old) = old else {
                 tx.rollback().await?;
                 return Ok(Err(ResizeRefused::NodeGroupGone));
             };
             update_columns(
-                &mut *tx,
-                "nodegroup",
+                &mut tx,
                 nodegroup_id,
-                &[
-                    ("node_count", Bind::Int(Some(new_count))),
-                    ("status", Bind::text(in_progress)),
-                    ("updated_at", Bind::text(written_at.clone())),
+                vec![
+                    (NodeGroupCol::NodeCount, Bind::Int(Some(new_count))),
+                    (NodeGroupCol::Status, Bind::text(in_progress)),
+                    (NodeGroupCol::UpdatedAt, Bind::text(written_at.clone())),
                 ],
             )
             .await?;
             old.unwrap_or(1)
         };
-        sqlx::query("UPDATE cluster SET updated_at = updated_at WHERE id = ?")
+        stmt("UPDATE cluster SET updated_at = updated_at WHERE id = ?")
             .bind(cluster_id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
-        let current: Option<Option<String>> =
-            sqlx::query_scalar("SELECT status FROM cluster WHERE id = ?")
-                .bind(cluster_id)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let current: Option<Option<String>> = stmt("SELECT status FROM cluster WHERE id = ?")
+            .bind(cluster_id)
+            .scalar_optional(&mut tx)
+            .await?;
         let refused = match &current {
             None => Some(ResizeRefused::ClusterGone),
             Some(s) if !allowed(s.as_deref().unwrap_or_default()) => {
@@ -536,9 +561,9 @@ impl Store {
             return Ok(Err(refused));
         }
         let mut changes = cluster_columns(&cluster_changes);
-        changes.push(("status", Bind::text(in_progress)));
-        changes.push(("updated_at", Bind::text(written_at)));
-        update_columns(&mut *tx, "cluster", cluster_id, &changes).await?;
+        changes.push((ClusterCol::Status, Bind::text(in_progress)));
+        changes.push((ClusterCol::UpdatedAt, Bind::text(written_at)));
+        update_columns(&mut tx, cluster_id, changes).await?;
         op.old_count = Some(old);
         op.nodegroup_id = Some(nodegroup_id);
         op.new_count = Some(new_count);
@@ -552,18 +577,16 @@ impl Store {
     pub async fn open_operations(&self) -> Result<Vec<QueueState>, sqlx::Error> {
         let mut out = Vec::new();
         for state in [OpState::Pending, OpState::Running, OpState::Waiting] {
-            let row = sqlx::query(
-                "SELECT COUNT(*) AS n, CAST(MIN(created_at) AS CHAR) AS oldest \
+            let row: QueueRow = stmt(
+                "SELECT COUNT(*) AS n, MIN(created_at) AS oldest \
                  FROM magnum_rs_operation WHERE state = ?",
             )
             .bind(state.as_str())
             .fetch_one(&mut self.conn().await?)
             .await?;
-            let count: i64 = row.try_get("n")?;
-            let oldest: Option<String> = row.try_get("oldest")?;
-            let oldest_age = oldest
-                .as_deref()
-                .and_then(parse_stored_time)
+            let count = row.n;
+            let oldest_age = row
+                .oldest
                 .map(|t| {
                     (chrono::Utc::now().naive_utc() - t)
                         .to_std()
@@ -584,12 +607,11 @@ impl Store {
         let sql = format!(
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? ORDER BY id LIMIT ?"
         );
-        let rows = sqlx::query(&sql)
-            .bind(OpState::Pending.as_str())
-            .bind(limit)
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        rows.iter().map(operation_from_row).collect()
+        let binds = vec![
+            Bind::text(OpState::Pending.as_str()),
+            Bind::Int(Some(limit)),
+        ];
+        operations(sql, binds, &mut self.conn().await?).await
     }
 
     pub async fn operations_of_cluster(
@@ -599,11 +621,7 @@ impl Store {
         let sql = format!(
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE cluster_uuid = ? ORDER BY id"
         );
-        let rows = sqlx::query(&sql)
-            .bind(cluster_uuid.to_string())
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        rows.iter().map(operation_from_row).collect()
+        operations(sql, vec![Bind::text(cluster_uuid)], &mut self.conn().await?).await
     }
 
     /// Whether the cluster has pending, running or waiting operations other than `except`
@@ -613,7 +631,7 @@ impl Store {
         cluster_uuid: &str,
         except: i64,
     ) -> Result<bool, sqlx::Error> {
-        let found: Option<i64> = sqlx::query_scalar(
+        let found: Option<i64> = stmt(
             "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? AND state IN (?, ?, ?) AND id <> ? LIMIT 1",
         )
         .bind(cluster_uuid.to_string())
@@ -621,7 +639,7 @@ impl Store {
         .bind(OpState::Running.as_str())
         .bind(OpState::Waiting.as_str())
         .bind(except)
-        .fetch_optional(&mut self.conn().await?)
+        .scalar_optional(&mut self.conn().await?)
         .await?;
         Ok(found.is_some())
     }
@@ -645,14 +663,14 @@ impl Store {
                 "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
                  WHERE state = ? AND id IN ({marks})"
             );
-            let mut q = sqlx::query(&sql)
+            claim.superseded = stmt(sql)
                 .bind(OpState::Superseded.as_str())
                 .bind(now())
-                .bind(OpState::Pending.as_str());
-            for id in supersede {
-                q = q.bind(*id);
-            }
-            claim.superseded = q.execute(&mut *tx).await?.rows_affected();
+                .bind(OpState::Pending.as_str())
+                .bind_all(supersede.iter().map(|id| Bind::Int(Some(*id))))
+                .execute(&mut tx)
+                .await?
+                .rows_affected();
         }
         for id in run {
             if transition_on(&mut tx, *id, OpState::Pending, OpState::Running, None).await? {
@@ -671,10 +689,7 @@ impl Store {
         to: OpState,
         error: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
-        let mut conn = self.conn().await?;
-        let moved = transition_on(&mut conn, id, from, to, error).await?;
-        conn.mark_clean();
-        Ok(moved)
+        transition_on(&mut self.conn().await?, id, from, to, error).await
     }
 
     /// Marks earlier pending resizes of a nodegroup superseded by operation `latest`.
@@ -683,7 +698,7 @@ impl Store {
         nodegroup_id: i64,
         latest: i64,
     ) -> Result<u64, sqlx::Error> {
-        let r = sqlx::query(
+        let r = stmt(
             "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
              WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
         )
@@ -703,7 +718,7 @@ impl Store {
     pub async fn start_waiting(&self, op: &Operation, wait: &Wait) -> Result<bool, sqlx::Error> {
         let mut tx = self.begin().await?;
         let at = now();
-        let moved = sqlx::query(
+        let moved = stmt(
             "UPDATE magnum_rs_operation SET state = ?, wait_object = ?, wait_generation = ?, \
              started_at = ?, deadline_at = ?, progress = NULL, progress_at = ?, updated_at = ? \
              WHERE id = ? AND state = ?",
@@ -717,13 +732,13 @@ impl Store {
         .bind(at.clone())
         .bind(op.id)
         .bind(OpState::Running.as_str())
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?
         .rows_affected()
             == 1;
         if moved && op.kind() == OpKind::Resize {
             if let Some(ng) = op.nodegroup_id {
-                sqlx::query(
+                stmt(
                     "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
                      WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
                 )
@@ -732,7 +747,7 @@ impl Store {
                 .bind(ng)
                 .bind(OpState::Waiting.as_str())
                 .bind(op.id)
-                .execute(&mut *tx)
+                .execute(&mut tx)
                 .await?;
             }
         }
@@ -753,12 +768,9 @@ impl Store {
         let sql = format!(
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ?{filter} ORDER BY id"
         );
-        let mut q = sqlx::query(&sql).bind(OpState::Waiting.as_str());
-        if let Some(c) = cluster_uuid {
-            q = q.bind(c.to_string());
-        }
-        let rows = q.fetch_all(&mut self.conn().await?).await?;
-        rows.iter().map(operation_from_row).collect()
+        let mut binds = vec![Bind::text(OpState::Waiting.as_str())];
+        binds.extend(cluster_uuid.map(Bind::text));
+        operations(sql, binds, &mut self.conn().await?).await
     }
 
     /// Waiting operations whose deadline has passed (an indexed range read).
@@ -767,12 +779,8 @@ impl Store {
             "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? AND deadline_at <= ? \
              ORDER BY id"
         );
-        let rows = sqlx::query(&sql)
-            .bind(OpState::Waiting.as_str())
-            .bind(now())
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        rows.iter().map(operation_from_row).collect()
+        let binds = vec![Bind::text(OpState::Waiting.as_str()), Bind::text(now())];
+        operations(sql, binds, &mut self.conn().await?).await
     }
 
     /// Records progress of a waiting operation: the new marker, and the deadline moved.
@@ -783,7 +791,7 @@ impl Store {
         deadline_seconds: u64,
     ) -> Result<bool, sqlx::Error> {
         let at = now();
-        let r = sqlx::query(
+        let r = stmt(
             "UPDATE magnum_rs_operation SET progress = ?, progress_at = ?, deadline_at = ?, \
              updated_at = ? WHERE id = ? AND state = ?",
         )
@@ -804,20 +812,20 @@ impl Store {
     pub async fn prune_finished(&self, keep: u64) -> Result<u64, sqlx::Error> {
         const FINISHED: &str = "state IN ('done', 'failed', 'superseded')";
         let mut conn = self.conn().await?;
-        let newest_dropped: Option<i64> = sqlx::query_scalar(&format!(
+        let newest_dropped: Option<i64> = stmt(format!(
             "SELECT id FROM magnum_rs_operation WHERE {FINISHED} ORDER BY id DESC LIMIT 1 OFFSET ?"
         ))
         .bind(i64::try_from(keep).unwrap_or(i64::MAX))
-        .fetch_optional(&mut *conn)
+        .scalar_optional(&mut conn)
         .await?;
         let Some(below) = newest_dropped else {
             return Ok(0);
         };
-        let r = sqlx::query(&format!(
+        let r = stmt(format!(
             "DELETE FROM magnum_rs_operation WHERE {FINISHED} AND id <= ?"
         ))
         .bind(below)
-        .execute(&mut *conn)
+        .execute(&mut conn)
         .await?;
         Ok(r.rows_affected())
     }
@@ -826,7 +834,7 @@ impl Store {
     /// desired state, so running one twice has the effect of running it once). Waiting
     /// operations stay waiting: the reconciler ends them from the backend's status.
     pub async fn requeue_running(&self) -> Result<u64, sqlx::Error> {
-        let r = sqlx::query("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
+        let r = stmt("UPDATE magnum_rs_operation SET state = ? WHERE state = ?")
             .bind(OpState::Pending.as_str())
             .bind(OpState::Running.as_str())
             .execute(&mut self.conn().await?)
@@ -842,7 +850,7 @@ impl Store {
         failed_count: i64,
         old_count: i64,
     ) -> Result<bool, sqlx::Error> {
-        let r = sqlx::query(
+        let r = stmt(
             "UPDATE nodegroup SET node_count = ?, updated_at = ? WHERE id = ? AND node_count = ?",
         )
         .bind(old_count)

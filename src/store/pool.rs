@@ -1,4 +1,5 @@
-//! A small connection pool over sqlx's `AnyConnection`.
+//! A small connection pool over one sqlx driver's connections (`Pool<Sqlite>`,
+//! `Pool<MySql>`; the tests also run it on `Pool<Any>`).
 //!
 //! sqlx's own pool sends a `COM_PING` (a full round trip) every time a connection goes back
 //! to it, that is after every statement run on the pool: on the benchmark's reads a third of
@@ -29,8 +30,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, Stream, StreamExt as _};
-use sqlx::any::{AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo};
-use sqlx::{Any, AnyConnection, ConnectOptions as _, Connection as _, Either, Execute};
+use sqlx::{ConnectOptions as _, Connection as _, Database, Either, Execute};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// An idle connection is checked before reuse after this long (MariaDB's `wait_timeout`
@@ -43,16 +43,22 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 /// Closing a connection (`COM_QUIT`) at pool close waits at most this long.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Runs on every new connection (SQLite's pragmas).
-pub type AfterConnect =
-    Arc<dyn Fn(&mut AnyConnection) -> BoxFuture<'_, Result<(), sqlx::Error>> + Send + Sync>;
+/// The options a driver's connections are opened with.
+type Options<DB> = <<DB as Database>::Connection as sqlx::Connection>::Options;
 
-#[derive(Clone)]
-pub struct Pool {
-    shared: Arc<Shared>,
+pub struct Pool<DB: Database> {
+    shared: Arc<Shared<DB>>,
 }
 
-impl std::fmt::Debug for Pool {
+impl<DB: Database> Clone for Pool<DB> {
+    fn clone(&self) -> Self {
+        Pool {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<DB: Database> std::fmt::Debug for Pool<DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("max_connections", &self.shared.max)
@@ -60,35 +66,32 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-struct Shared {
-    options: AnyConnectOptions,
-    after_connect: Option<AfterConnect>,
-    idle: Mutex<Vec<Idle>>,
+struct Shared<DB: Database> {
+    options: Options<DB>,
+    idle: Mutex<Vec<Idle<DB>>>,
     permits: Arc<Semaphore>,
     max: usize,
     acquire_timeout: Duration,
 }
 
-struct Idle {
-    conn: AnyConnection,
+struct Idle<DB: Database> {
+    conn: DB::Connection,
     /// The last use ended cleanly: reusable without a round trip.
     clean: bool,
     since: Instant,
 }
 
-impl Pool {
+impl<DB: Database> Pool<DB> {
     /// Opens one connection at once, so that a wrong URL or password fails here.
     pub async fn connect(
-        options: AnyConnectOptions,
+        options: Options<DB>,
         max: usize,
         acquire_timeout: Duration,
-        after_connect: Option<AfterConnect>,
-    ) -> Result<Pool, sqlx::Error> {
+    ) -> Result<Pool<DB>, sqlx::Error> {
         let max = max.max(1);
         let pool = Pool {
             shared: Arc::new(Shared {
                 options,
-                after_connect,
                 idle: Mutex::new(Vec::with_capacity(max)),
                 permits: Arc::new(Semaphore::new(max)),
                 max,
@@ -104,16 +107,12 @@ impl Pool {
         Ok(pool)
     }
 
-    async fn open(&self) -> Result<AnyConnection, sqlx::Error> {
-        let mut conn = self.shared.options.connect().await?;
-        if let Some(after) = &self.shared.after_connect {
-            after(&mut conn).await?;
-        }
-        Ok(conn)
+    async fn open(&self) -> Result<DB::Connection, sqlx::Error> {
+        self.shared.options.connect().await
     }
 
     /// A connection for one or more statements; back to the pool when dropped.
-    pub async fn acquire(&self) -> Result<Conn, sqlx::Error> {
+    pub async fn acquire(&self) -> Result<Conn<DB>, sqlx::Error> {
         let permits = Arc::clone(&self.shared.permits);
         let permit = tokio::time::timeout(self.shared.acquire_timeout, permits.acquire_owned())
             .await
@@ -144,6 +143,7 @@ impl Pool {
             return Ok(Conn {
                 conn: Some(conn),
                 last_use: LastUse::Clean,
+                in_transaction: false,
                 shared: Arc::clone(&self.shared),
                 _permit: permit,
             });
@@ -153,27 +153,30 @@ impl Pool {
     /// Closes the idle connections and refuses new acquisitions.
     pub async fn close(&self) {
         self.shared.permits.close();
-        let idle: Vec<Idle> = std::mem::take(&mut *self.shared.idle_list());
+        let idle: Vec<Idle<DB>> = std::mem::take(&mut *self.shared.idle_list());
         for i in idle {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, i.conn.close()).await;
         }
     }
 }
 
-impl Shared {
-    fn idle_list(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+impl<DB: Database> Shared<DB> {
+    fn idle_list(&self) -> std::sync::MutexGuard<'_, Vec<Idle<DB>>> {
         // A panic while the lock was held cannot leave the list inconsistent (push/pop).
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// A connection out of the [`Pool`]. Statements run through `&mut Conn` keep track of how
-/// the connection's last use ended; raw access through `DerefMut` (transactions) counts as
-/// a statement in flight until [`Conn::mark_clean`] follows.
-pub struct Conn {
-    conn: Option<AnyConnection>,
+/// the connection's last use ended; raw access through `DerefMut`, and every statement
+/// between [`Conn::hold_open`] and [`Conn::mark_clean`] (a transaction), count as a
+/// statement in flight until `mark_clean` follows.
+pub struct Conn<DB: Database> {
+    conn: Option<DB::Connection>,
     last_use: LastUse,
-    shared: Arc<Shared>,
+    /// A transaction is open: a statement that ends does not make the connection clean.
+    in_transaction: bool,
+    shared: Arc<Shared<DB>>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -202,7 +205,7 @@ impl LastUse {
     }
 }
 
-impl std::fmt::Debug for Conn {
+impl<DB: Database> std::fmt::Debug for Conn<DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Conn")
             .field("last_use", &self.last_use)
@@ -210,27 +213,36 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-impl Conn {
+impl<DB: Database> Conn<DB> {
     /// The connection; `conn` is `Some` from acquisition until `Drop` takes it, so a `None`
     /// here is a bug of this module (the only `expect`s the service allows are here).
     #[allow(clippy::expect_used)]
-    fn live(&self) -> &AnyConnection {
+    fn live(&self) -> &DB::Connection {
         self.conn.as_ref().expect("connection present until drop")
     }
 
     #[allow(clippy::expect_used)]
-    fn live_mut(&mut self) -> &mut AnyConnection {
+    fn live_mut(&mut self) -> &mut DB::Connection {
         self.conn.as_mut().expect("connection present until drop")
     }
 
-    /// After a transaction committed (or rolled back) through raw access: the connection
-    /// is reusable as is.
+    /// A transaction begins: until [`Conn::mark_clean`], statements that end leave the
+    /// connection in flight, so one dropped part-way is closed, not reused.
+    pub fn hold_open(&mut self) {
+        self.in_transaction = true;
+        self.begin_use();
+    }
+
+    /// After a transaction committed (or rolled back): the connection is reusable as is.
     pub fn mark_clean(&mut self) {
-        self.last_use = LastUse::Clean;
+        self.in_transaction = false;
+        if self.last_use != LastUse::Broken {
+            self.last_use = LastUse::Clean;
+        }
     }
 
     /// Starts a use; a broken connection stays broken.
-    fn begin_use(&mut self) -> &mut AnyConnection {
+    fn begin_use(&mut self) -> &mut DB::Connection {
         if self.last_use != LastUse::Broken {
             self.last_use = LastUse::InFlight;
         }
@@ -239,33 +251,34 @@ impl Conn {
 
     /// The connection and its outcome slot, borrowed apart (see [`Conn::live`]).
     #[allow(clippy::expect_used)]
-    fn parts(&mut self) -> (&mut AnyConnection, Outcome<'_>) {
+    fn parts(&mut self) -> (&mut DB::Connection, Outcome<'_>) {
         self.begin_use();
         let conn = self.conn.as_mut().expect("connection present until drop");
         (
             conn,
             Outcome {
                 last_use: &mut self.last_use,
+                in_transaction: self.in_transaction,
             },
         )
     }
 }
 
-impl Deref for Conn {
-    type Target = AnyConnection;
-    fn deref(&self) -> &AnyConnection {
+impl<DB: Database> Deref for Conn<DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &DB::Connection {
         self.live()
     }
 }
 
-impl DerefMut for Conn {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
+impl<DB: Database> DerefMut for Conn<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
         // Until `mark_clean`: a transaction dropped part-way closes the connection.
         self.begin_use()
     }
 }
 
-impl Drop for Conn {
+impl<DB: Database> Drop for Conn<DB> {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
         if self.shared.permits.is_closed() {
@@ -297,6 +310,8 @@ impl Drop for Conn {
 /// Where a statement reports how it ended.
 struct Outcome<'a> {
     last_use: &'a mut LastUse,
+    /// Inside a transaction a statement's end is not the end of the use.
+    in_transaction: bool,
 }
 
 impl Outcome<'_> {
@@ -309,14 +324,21 @@ impl Outcome<'_> {
     }
 
     fn succeeded(&mut self) {
-        if *self.last_use != LastUse::Broken {
+        if *self.last_use != LastUse::Broken && !self.in_transaction {
             *self.last_use = LastUse::Clean;
         }
     }
 
     fn failed(&mut self, e: &sqlx::Error) {
-        if *self.last_use != LastUse::Broken {
-            *self.last_use = LastUse::after_error(e);
+        match LastUse::after_error(e) {
+            LastUse::Broken => *self.last_use = LastUse::Broken,
+            // The transaction is still open on the server: not reusable until it ends.
+            _ if self.in_transaction => {}
+            after => {
+                if *self.last_use != LastUse::Broken {
+                    *self.last_use = after;
+                }
+            }
         }
     }
 }
@@ -349,16 +371,19 @@ where
     }
 }
 
-impl<'c> sqlx::Executor<'c> for &'c mut Conn {
-    type Database = Any;
+impl<'c, DB: Database> sqlx::Executor<'c> for &'c mut Conn<DB>
+where
+    for<'a> &'a mut DB::Connection: sqlx::Executor<'a, Database = DB>,
+{
+    type Database = DB;
 
     fn fetch_many<'e, 'q: 'e, E>(
         self,
         query: E,
-    ) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>>
+    ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, sqlx::Error>>
     where
         'c: 'e,
-        E: 'q + Execute<'q, Any>,
+        E: 'q + Execute<'q, DB>,
     {
         let (conn, outcome) = self.parts();
         Tracked {
@@ -372,10 +397,10 @@ impl<'c> sqlx::Executor<'c> for &'c mut Conn {
     fn fetch_optional<'e, 'q: 'e, E>(
         self,
         query: E,
-    ) -> BoxFuture<'e, Result<Option<AnyRow>, sqlx::Error>>
+    ) -> BoxFuture<'e, Result<Option<DB::Row>, sqlx::Error>>
     where
         'c: 'e,
-        E: 'q + Execute<'q, Any>,
+        E: 'q + Execute<'q, DB>,
     {
         let (conn, mut outcome) = self.parts();
         async move {
@@ -389,8 +414,8 @@ impl<'c> sqlx::Executor<'c> for &'c mut Conn {
     fn prepare_with<'e, 'q: 'e>(
         self,
         sql: &'q str,
-        parameters: &'e [AnyTypeInfo],
-    ) -> BoxFuture<'e, Result<AnyStatement<'q>, sqlx::Error>>
+        parameters: &'e [DB::TypeInfo],
+    ) -> BoxFuture<'e, Result<DB::Statement<'q>, sqlx::Error>>
     where
         'c: 'e,
     {
@@ -406,7 +431,7 @@ impl<'c> sqlx::Executor<'c> for &'c mut Conn {
     fn describe<'e, 'q: 'e>(
         self,
         sql: &'q str,
-    ) -> BoxFuture<'e, Result<sqlx::Describe<Any>, sqlx::Error>>
+    ) -> BoxFuture<'e, Result<sqlx::Describe<DB>, sqlx::Error>>
     where
         'c: 'e,
     {

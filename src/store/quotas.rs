@@ -1,11 +1,9 @@
 //! `quotas` rows: Magnum's per-project hard limits (`magnum/db/sqlalchemy/api.py`, the
 //! `*_quota*` functions).
 
-use sqlx::any::AnyRow;
-
-use super::columns::R;
+use super::schema::{isoformat, select_from, QuotaCol, QuotaRow};
 use super::sort_key::Table;
-use super::{bind_all, now, Bind, Page, Store};
+use super::{now, stmt, Bind, Page, Store};
 
 /// One row of `quotas`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,20 +16,17 @@ pub struct Quota {
     pub updated_at: Option<String>,
 }
 
-const SELECT: &str = "SELECT t.id AS id, t.project_id AS project_id, t.resource AS resource, \
-     t.hard_limit AS hard_limit, CAST(t.created_at AS CHAR) AS created_at, \
-     CAST(t.updated_at AS CHAR) AS updated_at FROM quotas t";
-
-fn quota_from_row(row: &AnyRow) -> Result<Quota, sqlx::Error> {
-    let r = R(row);
-    Ok(Quota {
-        id: r.int("id")?.unwrap_or_default(),
-        project_id: r.text("project_id")?,
-        resource: r.text("resource")?,
-        hard_limit: r.int("hard_limit")?.unwrap_or_default(),
-        created_at: r.time("created_at")?,
-        updated_at: r.time("updated_at")?,
-    })
+impl From<QuotaRow> for Quota {
+    fn from(r: QuotaRow) -> Self {
+        Quota {
+            id: r.id,
+            project_id: r.project_id,
+            resource: r.resource,
+            hard_limit: r.hard_limit.unwrap_or_default(),
+            created_at: r.created_at.as_ref().map(isoformat),
+            updated_at: r.updated_at.as_ref().map(isoformat),
+        }
+    }
 }
 
 /// Why a quota could not be written.
@@ -54,25 +49,26 @@ impl Store {
         project_id: Option<&str>,
         page: &Page,
     ) -> Result<Vec<Quota>, sqlx::Error> {
-        let mut sql = format!("{SELECT} WHERE 1 = 1");
+        let mut sql = format!("{} WHERE 1 = 1", select_from::<QuotaCol>());
         let mut binds = Vec::new();
         if let Some(p) = project_id {
             sql.push_str(" AND t.project_id = ?");
             binds.push(Bind::text(p));
         }
         page.apply(Table::Quota, &mut sql, &mut binds);
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<QuotaRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(quota_from_row).collect()
+        Ok(rows.into_iter().map(Quota::from).collect())
     }
 
     pub async fn quota_by_id(&self, id: i64) -> Result<Option<Quota>, sqlx::Error> {
-        let row = sqlx::query(&format!("{SELECT} WHERE t.id = ?"))
+        let row: Option<QuotaRow> = stmt(format!("{} WHERE t.id = ?", select_from::<QuotaCol>()))
             .bind(id)
             .fetch_optional(&mut self.conn().await?)
             .await?;
-        row.as_ref().map(quota_from_row).transpose()
+        Ok(row.map(Quota::from))
     }
 
     /// The row of a (project, resource) pair, if any.
@@ -81,14 +77,15 @@ impl Store {
         project_id: &str,
         resource: &str,
     ) -> Result<Option<Quota>, sqlx::Error> {
-        let row = sqlx::query(&format!(
-            "{SELECT} WHERE t.project_id = ? AND t.resource = ?"
+        let row: Option<QuotaRow> = stmt(format!(
+            "{} WHERE t.project_id = ? AND t.resource = ?",
+            select_from::<QuotaCol>()
         ))
-        .bind(project_id.to_string())
-        .bind(resource.to_string())
+        .bind(project_id)
+        .bind(resource)
         .fetch_optional(&mut self.conn().await?)
         .await?;
-        row.as_ref().map(quota_from_row).transpose()
+        Ok(row.map(Quota::from))
     }
 
     /// Inserts a quota; the unique (project_id, resource) key refuses a second one.
@@ -98,13 +95,13 @@ impl Store {
         resource: &str,
         hard_limit: i64,
     ) -> Result<Quota, QuotaWriteError> {
-        let inserted = sqlx::query(
+        let inserted = stmt(
             "INSERT INTO quotas (created_at, project_id, resource, hard_limit) \
              VALUES (?, ?, ?, ?)",
         )
         .bind(now())
-        .bind(project_id.to_string())
-        .bind(resource.to_string())
+        .bind(project_id)
+        .bind(resource)
         .bind(hard_limit)
         .execute(&mut self.conn().await?)
         .await;
@@ -126,14 +123,14 @@ impl Store {
         resource: &str,
         hard_limit: i64,
     ) -> Result<Quota, QuotaWriteError> {
-        let done = sqlx::query(
+        let done = stmt(
             "UPDATE quotas SET hard_limit = ?, updated_at = ? \
              WHERE project_id = ? AND resource = ?",
         )
         .bind(hard_limit)
         .bind(now())
-        .bind(project_id.to_string())
-        .bind(resource.to_string())
+        .bind(project_id)
+        .bind(resource)
         .execute(&mut self.conn().await?)
         .await?;
         if done.rows_affected() == 0 {
@@ -150,9 +147,9 @@ impl Store {
         project_id: &str,
         resource: &str,
     ) -> Result<(), QuotaWriteError> {
-        let done = sqlx::query("DELETE FROM quotas WHERE project_id = ? AND resource = ?")
-            .bind(project_id.to_string())
-            .bind(resource.to_string())
+        let done = stmt("DELETE FROM quotas WHERE project_id = ? AND resource = ?")
+            .bind(project_id)
+            .bind(resource)
             .execute(&mut self.conn().await?)
             .await?;
         if done.rows_affected() == 0 {

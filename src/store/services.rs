@@ -1,10 +1,10 @@
 //! `magnum_service` rows: one per (host, binary) doing the conductor's work, with Magnum's
 //! heartbeat columns (`report_count`, `last_seen_up`).
 
-use sqlx::any::AnyRow;
+use chrono::NaiveDateTime;
 
-use super::columns::R;
-use super::{now, Store};
+use super::schema::stored;
+use super::{now, stmt, Store};
 
 /// One row of `magnum_service`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,35 +22,49 @@ pub struct MagnumService {
     pub updated_at: Option<String>,
 }
 
-const SELECT: &str = "SELECT t.id AS id, t.host AS host, t.`binary` AS service_binary, \
-     t.report_count AS report_count, CAST(t.disabled AS SIGNED) AS disabled, \
-     t.disabled_reason AS disabled_reason, CAST(t.forced_down AS SIGNED) AS forced_down, \
-     CAST(t.last_seen_up AS CHAR) AS last_seen_up, CAST(t.created_at AS CHAR) AS created_at, \
-     CAST(t.updated_at AS CHAR) AS updated_at FROM magnum_service t";
+const SELECT: &str = "SELECT t.id, t.host, t.`binary` AS service_binary, t.report_count, \
+     t.disabled, t.disabled_reason, t.forced_down, t.last_seen_up, t.created_at, t.updated_at \
+     FROM magnum_service t";
 
-fn service_from_row(row: &AnyRow) -> Result<MagnumService, sqlx::Error> {
-    let r = R(row);
-    Ok(MagnumService {
-        id: r.int("id")?.unwrap_or_default(),
-        host: r.text("host")?,
-        binary: r.text("service_binary")?,
-        report_count: r.int("report_count")?.unwrap_or_default(),
-        disabled: r.boolean("disabled")?.unwrap_or(false),
-        disabled_reason: r.text("disabled_reason")?,
-        forced_down: r.boolean("forced_down")?.unwrap_or(false),
-        last_seen_up: r.text("last_seen_up")?,
-        created_at: r.text("created_at")?,
-        updated_at: r.text("updated_at")?,
-    })
+/// A row of `magnum_service` as [`SELECT`] reads it.
+#[derive(sqlx::FromRow)]
+struct ServiceRow {
+    id: i64,
+    host: Option<String>,
+    service_binary: Option<String>,
+    report_count: Option<i64>,
+    disabled: Option<bool>,
+    disabled_reason: Option<String>,
+    forced_down: Option<bool>,
+    last_seen_up: Option<NaiveDateTime>,
+    created_at: Option<NaiveDateTime>,
+    updated_at: Option<NaiveDateTime>,
+}
+
+impl From<ServiceRow> for MagnumService {
+    fn from(r: ServiceRow) -> Self {
+        MagnumService {
+            id: r.id,
+            host: r.host,
+            binary: r.service_binary,
+            report_count: r.report_count.unwrap_or_default(),
+            disabled: r.disabled.unwrap_or(false),
+            disabled_reason: r.disabled_reason,
+            forced_down: r.forced_down.unwrap_or(false),
+            last_seen_up: r.last_seen_up.as_ref().map(stored),
+            created_at: r.created_at.as_ref().map(stored),
+            updated_at: r.updated_at.as_ref().map(stored),
+        }
+    }
 }
 
 impl Store {
     /// Every service row, by id.
     pub async fn list_services(&self) -> Result<Vec<MagnumService>, sqlx::Error> {
-        let rows = sqlx::query(&format!("{SELECT} ORDER BY t.id ASC"))
+        let rows: Vec<ServiceRow> = stmt(format!("{SELECT} ORDER BY t.id ASC"))
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(service_from_row).collect()
+        Ok(rows.into_iter().map(MagnumService::from).collect())
     }
 
     /// Reports `host`/`binary` alive, as Magnum's `update_magnum_service` periodic task does:
@@ -62,15 +76,15 @@ impl Store {
         }
         // Magnum creates the row with report_count 0 and reports it up right away (1).
         let t = now();
-        let inserted = sqlx::query(
+        let inserted = stmt(
             "INSERT INTO magnum_service (created_at, updated_at, report_count, host, `binary`, \
              disabled, disabled_reason, last_seen_up, forced_down) \
              VALUES (?, ?, 1, ?, ?, ?, NULL, ?, ?)",
         )
         .bind(t.clone())
         .bind(t.clone())
-        .bind(host.to_string())
-        .bind(binary.to_string())
+        .bind(host)
+        .bind(binary)
         .bind(false)
         .bind(t)
         .bind(false)
@@ -87,14 +101,14 @@ impl Store {
 
     async fn bump_service(&self, host: &str, binary: &str) -> Result<bool, sqlx::Error> {
         let t = now();
-        let done = sqlx::query(
+        let done = stmt(
             "UPDATE magnum_service SET report_count = report_count + 1, last_seen_up = ?, \
              updated_at = ? WHERE host = ? AND `binary` = ?",
         )
         .bind(t.clone())
         .bind(t)
-        .bind(host.to_string())
-        .bind(binary.to_string())
+        .bind(host)
+        .bind(binary)
         .execute(&mut self.conn().await?)
         .await?;
         Ok(done.rows_affected() > 0)

@@ -2,7 +2,7 @@
 //! makes one, from the schema's own column lists, so the name that reaches SQL is always a
 //! column of the table it sorts (Magnum, through oslo.db, accepts any column of the table).
 
-use super::columns::{Kind, CLUSTER_COLUMNS, NODEGROUP_COLUMNS, TEMPLATE_COLUMNS};
+use super::schema::{ClusterCol, Column, FederationCol, NodeGroupCol, QuotaCol, TemplateCol};
 
 /// A table whose rows are listed a page at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,53 +22,34 @@ const CLUSTER_CERT_REF_COLUMNS: &[&str] = &[
     "front_proxy_ca_cert_ref",
 ];
 
-const FEDERATION_COLUMNS: &[&str] = &[
-    "id",
-    "created_at",
-    "updated_at",
-    "project_id",
-    "uuid",
-    "name",
-    "hostcluster_id",
-    "member_ids",
-    "status",
-    "status_reason",
-    "properties",
-];
-
-const QUOTA_COLUMNS: &[&str] = &[
-    "id",
-    "created_at",
-    "updated_at",
-    "project_id",
-    "resource",
-    "hard_limit",
-];
-
 impl Table {
     /// The table's name in Magnum's schema.
     pub fn name(self) -> &'static str {
         match self {
-            Table::Cluster => "cluster",
-            Table::ClusterTemplate => "cluster_template",
-            Table::NodeGroup => "nodegroup",
-            Table::Federation => "federation",
-            Table::Quota => "quotas",
+            Table::Cluster => ClusterCol::TABLE,
+            Table::ClusterTemplate => TemplateCol::TABLE,
+            Table::NodeGroup => NodeGroupCol::TABLE,
+            Table::Federation => FederationCol::TABLE,
+            Table::Quota => QuotaCol::TABLE,
         }
     }
 
     /// The schema's own spelling of `name`, when it is a column of this table.
     fn column(self, name: &str) -> Option<&'static str> {
-        let read = |cols: &'static [(&'static str, Kind)]| {
-            cols.iter().map(|(c, _)| *c).find(|c| *c == name)
-        };
-        let listed = |cols: &'static [&'static str]| cols.iter().copied().find(|c| *c == name);
+        fn of<C: Column>(name: &str) -> Option<&'static str> {
+            C::named(name).map(C::name)
+        }
         match self {
-            Table::Cluster => read(CLUSTER_COLUMNS).or_else(|| listed(CLUSTER_CERT_REF_COLUMNS)),
-            Table::ClusterTemplate => read(TEMPLATE_COLUMNS),
-            Table::NodeGroup => read(NODEGROUP_COLUMNS),
-            Table::Federation => listed(FEDERATION_COLUMNS),
-            Table::Quota => listed(QUOTA_COLUMNS),
+            Table::Cluster => of::<ClusterCol>(name).or_else(|| {
+                CLUSTER_CERT_REF_COLUMNS
+                    .iter()
+                    .copied()
+                    .find(|c| *c == name)
+            }),
+            Table::ClusterTemplate => of::<TemplateCol>(name),
+            Table::NodeGroup => of::<NodeGroupCol>(name),
+            Table::Federation => of::<FederationCol>(name),
+            Table::Quota => of::<QuotaCol>(name),
         }
     }
 }

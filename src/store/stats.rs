@@ -1,6 +1,6 @@
 //! The totals of `GET /v1/stats` (`get_cluster_stats` in `magnum/db/sqlalchemy/api.py`).
 
-use super::{Dialect, Store};
+use super::{stmt, Dialect, Store};
 
 impl Store {
     /// The cluster and node totals of `GET /v1/stats` (`get_cluster_stats`): clusters of the
@@ -15,24 +15,22 @@ impl Store {
         };
         let (clusters, nodes): (i64, Option<i64>) = match project_id {
             Some(p) => {
-                let c = sqlx::query_scalar("SELECT COUNT(*) FROM cluster WHERE project_id = ?")
-                    .bind(p.to_string())
-                    .fetch_one(&mut self.conn().await?)
+                let c = stmt("SELECT COUNT(*) FROM cluster WHERE project_id = ?")
+                    .bind(p)
+                    .scalar(&mut self.conn().await?)
                     .await?;
-                let n = sqlx::query_scalar(&format!(
-                    "SELECT {sum} FROM nodegroup WHERE project_id = ?"
-                ))
-                .bind(p.to_string())
-                .fetch_one(&mut self.conn().await?)
-                .await?;
+                let n = stmt(format!("SELECT {sum} FROM nodegroup WHERE project_id = ?"))
+                    .bind(p)
+                    .scalar(&mut self.conn().await?)
+                    .await?;
                 (c, n)
             }
             None => {
-                let c = sqlx::query_scalar("SELECT COUNT(*) FROM cluster")
-                    .fetch_one(&mut self.conn().await?)
+                let c = stmt("SELECT COUNT(*) FROM cluster")
+                    .scalar(&mut self.conn().await?)
                     .await?;
-                let n = sqlx::query_scalar(&format!("SELECT {sum} FROM nodegroup"))
-                    .fetch_one(&mut self.conn().await?)
+                let n = stmt(format!("SELECT {sum} FROM nodegroup"))
+                    .scalar(&mut self.conn().await?)
                     .await?;
                 (c, n)
             }

@@ -1,9 +1,9 @@
 //! `cluster_template` rows.
 
-use super::columns::{template_from_row, template_select, text_at};
 use super::keys::TemplateBy;
+use super::schema::{json_map, select_from, Column as _, TemplateCol, TemplateRow};
 use super::sort_key::Table;
-use super::{bind_all, insert_row, now, update_columns, Bind, Page, Store};
+use super::{insert_row, now, stmt, update_columns, Bind, Page, Store};
 use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
 
 /// Which templates a caller sees: its own (or all, for an admin with `all_tenants`), public
@@ -12,6 +12,16 @@ use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
 pub struct TemplateScope {
     pub tenancy: Tenancy,
     pub is_admin: bool,
+}
+
+/// What of a template chooses its driver.
+#[derive(sqlx::FromRow)]
+struct SelectorRow {
+    uuid: Option<String>,
+    coe: Option<String>,
+    cluster_distro: Option<String>,
+    server_type: Option<String>,
+    driver: Option<String>,
 }
 
 impl TemplateScope {
@@ -43,16 +53,14 @@ impl Store {
         page: &Page,
     ) -> Result<Vec<ClusterTemplate>, sqlx::Error> {
         let mut binds = Vec::new();
-        let mut sql = format!(
-            "SELECT {} FROM cluster_template t WHERE 1 = 1",
-            template_select()
-        );
+        let mut sql = format!("{} WHERE 1 = 1", select_from::<TemplateCol>());
         sql.push_str(&scope.filter(&mut binds));
         page.apply(Table::ClusterTemplate, &mut sql, &mut binds);
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<TemplateRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(template_from_row).collect()
+        Ok(rows.into_iter().map(ClusterTemplate::from).collect())
     }
 
     /// Templates that `by` matches, visible in `scope` (at most two: enough to tell "one"
@@ -64,16 +72,17 @@ impl Store {
     ) -> Result<Vec<ClusterTemplate>, sqlx::Error> {
         let mut binds = vec![by.bind()];
         let mut sql = format!(
-            "SELECT {} FROM cluster_template t WHERE t.{} = ?",
-            template_select(),
-            by.column()
+            "{} WHERE t.{} = ?",
+            select_from::<TemplateCol>(),
+            by.column().name()
         );
         sql.push_str(&scope.filter(&mut binds));
         sql.push_str(" ORDER BY t.id LIMIT 2");
-        let rows = bind_all(sqlx::query(&sql), &binds)
+        let rows: Vec<TemplateRow> = stmt(sql)
+            .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        rows.iter().map(template_from_row).collect()
+        Ok(rows.into_iter().map(ClusterTemplate::from).collect())
     }
 
     /// A template by uuid regardless of project (drivers and clusters refer to templates
@@ -82,15 +91,12 @@ impl Store {
         &self,
         uuid: &str,
     ) -> Result<Option<ClusterTemplate>, sqlx::Error> {
-        let sql = format!(
-            "SELECT {} FROM cluster_template t WHERE t.uuid = ?",
-            template_select()
-        );
-        let row = sqlx::query(&sql)
-            .bind(uuid.to_string())
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        row.as_ref().map(template_from_row).transpose()
+        let row: Option<TemplateRow> =
+            stmt(format!("{} WHERE t.uuid = ?", select_from::<TemplateCol>()))
+                .bind(uuid)
+                .fetch_optional(&mut self.conn().await?)
+                .await?;
+        Ok(row.map(ClusterTemplate::from))
     }
 
     /// What of a template chooses its driver, for paths that need nothing else of it
@@ -99,21 +105,19 @@ impl Store {
         &self,
         uuid: &str,
     ) -> Result<Option<DriverSelector>, sqlx::Error> {
-        let row = sqlx::query(
-            "SELECT t.uuid AS uuid, t.coe AS coe, t.cluster_distro AS cluster_distro, \
-             t.server_type AS server_type, t.driver AS driver \
+        let row: Option<SelectorRow> = stmt(
+            "SELECT t.uuid, t.coe, t.cluster_distro, t.server_type, t.driver \
              FROM cluster_template t WHERE t.uuid = ?",
         )
-        .bind(uuid.to_string())
+        .bind(uuid)
         .fetch_optional(&mut self.conn().await?)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(DriverSelector {
-            uuid: text_at(&row, 0)?.unwrap_or_default(),
-            coe: text_at(&row, 1)?,
-            cluster_distro: text_at(&row, 2)?,
-            server_type: text_at(&row, 3)?,
-            driver: text_at(&row, 4)?,
+        Ok(row.map(|r| DriverSelector {
+            uuid: r.uuid.unwrap_or_default(),
+            coe: r.coe,
+            cluster_distro: r.cluster_distro,
+            server_type: r.server_type,
+            driver: r.driver,
         }))
     }
 
@@ -123,15 +127,12 @@ impl Store {
         &self,
         uuid: &str,
     ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, sqlx::Error> {
-        let row = sqlx::query("SELECT t.labels AS labels FROM cluster_template t WHERE t.uuid = ?")
-            .bind(uuid.to_string())
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(match text_at(&row, 0)?.map(|t| serde_json::from_str(&t)) {
-            Some(Ok(serde_json::Value::Object(m))) => Some(m),
-            _ => None,
-        })
+        let labels: Option<Option<String>> =
+            stmt("SELECT t.labels FROM cluster_template t WHERE t.uuid = ?")
+                .bind(uuid)
+                .scalar_optional(&mut self.conn().await?)
+                .await?;
+        Ok(json_map(labels.flatten().as_deref()))
     }
 
     pub async fn insert_template(
@@ -139,8 +140,8 @@ impl Store {
         t: &ClusterTemplate,
     ) -> Result<ClusterTemplate, sqlx::Error> {
         let mut values = template_values(t);
-        values.push(("created_at", Bind::text(now())));
-        insert_row(&mut self.conn().await?, "cluster_template", values).await?;
+        values.push((TemplateCol::CreatedAt, Bind::text(now())));
+        insert_row(&mut self.conn().await?, values).await?;
         self.template_by_uuid(&t.uuid)
             .await?
             .ok_or(sqlx::Error::RowNotFound)
@@ -149,12 +150,12 @@ impl Store {
     /// Writes every mutable column of `t` (PATCH applies to a copy read in the same request).
     pub async fn update_template(&self, t: &ClusterTemplate) -> Result<(), sqlx::Error> {
         let changes = template_values(t);
-        update_columns(&mut self.conn().await?, "cluster_template", t.id, &changes).await?;
+        update_columns(&mut self.conn().await?, t.id, changes).await?;
         Ok(())
     }
 
     pub async fn delete_template(&self, id: i64) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM cluster_template WHERE id = ?")
+        stmt("DELETE FROM cluster_template WHERE id = ?")
             .bind(id)
             .execute(&mut self.conn().await?)
             .await?;
@@ -163,11 +164,10 @@ impl Store {
 
     /// How many clusters (of any project) use the template.
     pub async fn clusters_using_template(&self, uuid: &str) -> Result<i64, sqlx::Error> {
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM cluster WHERE cluster_template_id = ?")
-                .bind(uuid.to_string())
-                .fetch_one(&mut self.conn().await?)
-                .await?;
+        let n: i64 = stmt("SELECT COUNT(*) FROM cluster WHERE cluster_template_id = ?")
+            .bind(uuid)
+            .scalar(&mut self.conn().await?)
+            .await?;
         Ok(n)
     }
 }
@@ -175,66 +175,102 @@ impl Store {
 /// Binds in `TEMPLATE_COLUMNS` order, without `id`/`updated_at`; with `created_at` when given.
 /// The columns of a template that an insert or a PATCH writes (every column but `id`,
 /// `created_at` and `updated_at`), named.
-fn template_values(t: &ClusterTemplate) -> Vec<(&'static str, Bind)> {
+fn template_values(t: &ClusterTemplate) -> Vec<(TemplateCol, Bind)> {
     vec![
-        ("uuid", Bind::text(&t.uuid)),
-        ("project_id", Bind::Text(t.project_id.clone())),
-        ("user_id", Bind::Text(t.user_id.clone())),
-        ("name", Bind::Text(t.name.clone())),
-        ("image_id", Bind::Text(t.image_id.clone())),
-        ("flavor_id", Bind::Text(t.flavor_id.clone())),
-        ("master_flavor_id", Bind::Text(t.master_flavor_id.clone())),
-        ("keypair_id", Bind::Text(t.keypair_id.clone())),
+        (TemplateCol::Uuid, Bind::text(&t.uuid)),
+        (TemplateCol::ProjectId, Bind::Text(t.project_id.clone())),
+        (TemplateCol::UserId, Bind::Text(t.user_id.clone())),
+        (TemplateCol::Name, Bind::Text(t.name.clone())),
+        (TemplateCol::ImageId, Bind::Text(t.image_id.clone())),
+        (TemplateCol::FlavorId, Bind::Text(t.flavor_id.clone())),
         (
-            "external_network_id",
+            TemplateCol::MasterFlavorId,
+            Bind::Text(t.master_flavor_id.clone()),
+        ),
+        (TemplateCol::KeypairId, Bind::Text(t.keypair_id.clone())),
+        (
+            TemplateCol::ExternalNetworkId,
             Bind::Text(t.external_network_id.clone()),
         ),
-        ("fixed_network", Bind::Text(t.fixed_network.clone())),
-        ("fixed_subnet", Bind::Text(t.fixed_subnet.clone())),
-        ("network_driver", Bind::Text(t.network_driver.clone())),
-        ("volume_driver", Bind::Text(t.volume_driver.clone())),
-        ("dns_nameserver", Bind::Text(t.dns_nameserver.clone())),
-        ("apiserver_port", Bind::Int(t.apiserver_port)),
-        ("docker_volume_size", Bind::Int(t.docker_volume_size)),
         (
-            "docker_storage_driver",
+            TemplateCol::FixedNetwork,
+            Bind::Text(t.fixed_network.clone()),
+        ),
+        (TemplateCol::FixedSubnet, Bind::Text(t.fixed_subnet.clone())),
+        (
+            TemplateCol::NetworkDriver,
+            Bind::Text(t.network_driver.clone()),
+        ),
+        (
+            TemplateCol::VolumeDriver,
+            Bind::Text(t.volume_driver.clone()),
+        ),
+        (
+            TemplateCol::DnsNameserver,
+            Bind::Text(t.dns_nameserver.clone()),
+        ),
+        (TemplateCol::ApiserverPort, Bind::Int(t.apiserver_port)),
+        (
+            TemplateCol::DockerVolumeSize,
+            Bind::Int(t.docker_volume_size),
+        ),
+        (
+            TemplateCol::DockerStorageDriver,
             Bind::Text(t.docker_storage_driver.clone()),
         ),
-        ("cluster_distro", Bind::Text(t.cluster_distro.clone())),
-        ("coe", Bind::Text(t.coe.clone())),
-        ("http_proxy", Bind::Text(t.http_proxy.clone())),
-        ("https_proxy", Bind::Text(t.https_proxy.clone())),
-        ("no_proxy", Bind::Text(t.no_proxy.clone())),
-        ("registry_enabled", Bind::Bool(t.registry_enabled)),
-        ("labels", Bind::json_map(&t.labels)),
-        ("tls_disabled", Bind::Bool(t.tls_disabled)),
-        ("public", Bind::Bool(t.public)),
-        ("server_type", Bind::Text(t.server_type.clone())),
-        ("insecure_registry", Bind::Text(t.insecure_registry.clone())),
-        ("master_lb_enabled", Bind::Bool(t.master_lb_enabled)),
-        ("floating_ip_enabled", Bind::Bool(t.floating_ip_enabled)),
-        ("hidden", Bind::Bool(t.hidden)),
-        ("tags", Bind::Text(t.tags.clone())),
-        ("driver", Bind::Text(t.driver.clone())),
+        (
+            TemplateCol::ClusterDistro,
+            Bind::Text(t.cluster_distro.clone()),
+        ),
+        (TemplateCol::Coe, Bind::Text(t.coe.clone())),
+        (TemplateCol::HttpProxy, Bind::Text(t.http_proxy.clone())),
+        (TemplateCol::HttpsProxy, Bind::Text(t.https_proxy.clone())),
+        (TemplateCol::NoProxy, Bind::Text(t.no_proxy.clone())),
+        (TemplateCol::RegistryEnabled, Bind::Bool(t.registry_enabled)),
+        (TemplateCol::Labels, Bind::json_map(&t.labels)),
+        (TemplateCol::TlsDisabled, Bind::Bool(t.tls_disabled)),
+        (TemplateCol::Public, Bind::Bool(t.public)),
+        (TemplateCol::ServerType, Bind::Text(t.server_type.clone())),
+        (
+            TemplateCol::InsecureRegistry,
+            Bind::Text(t.insecure_registry.clone()),
+        ),
+        (
+            TemplateCol::MasterLbEnabled,
+            Bind::Bool(t.master_lb_enabled),
+        ),
+        (
+            TemplateCol::FloatingIpEnabled,
+            Bind::Bool(t.floating_ip_enabled),
+        ),
+        (TemplateCol::Hidden, Bind::Bool(t.hidden)),
+        (TemplateCol::Tags, Bind::Text(t.tags.clone())),
+        (TemplateCol::Driver, Bind::Text(t.driver.clone())),
     ]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::columns::TEMPLATE_COLUMNS;
     use super::*;
 
     /// Each written value is named, and the names are the table's columns read back.
     #[test]
     fn template_values_name_every_column_the_reads_know() {
-        let written: Vec<&str> = template_values(&ClusterTemplate::default())
+        let written: Vec<TemplateCol> = template_values(&ClusterTemplate::default())
             .iter()
             .map(|(c, _)| *c)
             .collect();
-        let known: Vec<&str> = TEMPLATE_COLUMNS
+        let known: Vec<TemplateCol> = TemplateCol::ALL
             .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| !["id", "created_at", "updated_at"].contains(c))
+            .copied()
+            .filter(|c| {
+                ![
+                    TemplateCol::Id,
+                    TemplateCol::CreatedAt,
+                    TemplateCol::UpdatedAt,
+                ]
+                .contains(c)
+            })
             .collect();
         assert_eq!(written, known);
     }

@@ -32,7 +32,7 @@ async fn create(app: &TestApp, name: &str, host: &str, members: &[&str]) -> Stri
 
 async fn rows(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM federation")
-        .fetch_one(&mut app.state.store.conn().await.expect("connection"))
+        .fetch_one(&mut app.state.store.side_connection().await.expect("connection"))
         .await
         .expect("count")
 }

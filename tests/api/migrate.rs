@@ -19,7 +19,7 @@ async fn migrate_creates_magnums_tables_on_an_empty_database_and_is_idempotent()
         MigrateOutcome::OwnSchema
     );
     let head: String = sqlx::query_scalar("SELECT version_num FROM alembic_version")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
         .await
         .expect("alembic_version");
     assert_eq!(head, MAGNUM_ALEMBIC_HEAD);
@@ -33,7 +33,7 @@ async fn migrate_creates_magnums_tables_on_an_empty_database_and_is_idempotent()
         "magnum_rs_operation",
     ] {
         let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(&mut store.conn().await.expect("connection"))
+            .fetch_one(&mut store.side_connection().await.expect("connection"))
             .await
             .unwrap_or_else(|e| panic!("{table}: {e}"));
         assert_eq!(n, 0, "{table} starts empty");
@@ -50,18 +50,18 @@ async fn magnum_made(revision: Option<&str>) -> (common::TestDb, Store) {
         "CREATE TABLE cluster_template (id INTEGER PRIMARY KEY, uuid VARCHAR(36))",
     ] {
         sqlx::query(ddl)
-            .execute(&mut store.conn().await.expect("connection"))
+            .execute(&mut store.side_connection().await.expect("connection"))
             .await
             .expect("ddl");
     }
     if let Some(rev) = revision {
         sqlx::query("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
-            .execute(&mut store.conn().await.expect("connection"))
+            .execute(&mut store.side_connection().await.expect("connection"))
             .await
             .expect("alembic table");
         sqlx::query("INSERT INTO alembic_version (version_num) VALUES (?)")
             .bind(rev.to_string())
-            .execute(&mut store.conn().await.expect("connection"))
+            .execute(&mut store.side_connection().await.expect("connection"))
             .await
             .expect("stamp");
     }
@@ -77,7 +77,7 @@ async fn columns_of_cluster(store: &Store) -> i64 {
         }
     };
     sqlx::query_scalar(sql)
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
         .await
         .expect("columns")
 }
@@ -100,7 +100,7 @@ async fn migrate_uses_a_magnum_database_at_head_without_altering_it() {
         "Magnum's cluster table was altered"
     );
     let ops: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM magnum_rs_operation")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
         .await
         .expect("side table exists");
     assert_eq!(ops, 0);
@@ -117,7 +117,7 @@ async fn migrate_refuses_a_magnum_database_at_another_revision_with_a_clear_mess
     assert!(text.contains("alembic revision c0f832afc4fd"), "{text}");
     assert!(text.contains("magnum-db-manage upgrade"), "{text}");
     let side: Result<i64, _> = sqlx::query_scalar("SELECT COUNT(*) FROM magnum_rs_operation")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
         .await;
     assert!(
         side.is_err(),

@@ -33,7 +33,7 @@ async fn insert_service(
     .bind(disabled.then(|| "maintenance".to_string()))
     .bind(seen_secs_ago.map(t))
     .bind(forced_down)
-    .execute(&mut app.state.store.conn().await.expect("connection"))
+    .execute(&mut app.state.store.side_connection().await.expect("connection"))
     .await
     .expect("insert magnum_service");
 }

@@ -258,7 +258,7 @@ async fn readyz_turns_unready_while_the_database_is_down() {
             .await
             .expect("connect to the dedicated MariaDB");
         sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-            .execute(&mut admin.conn().await.expect("connection"))
+            .execute(&mut admin.side_connection().await.expect("connection"))
             .await
             .expect("create database");
         admin.close().await;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 async fn quota_rows(app: &common::TestApp) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM quotas")
-        .fetch_one(&mut app.state.store.conn().await.expect("connection"))
+        .fetch_one(&mut app.state.store.side_connection().await.expect("connection"))
         .await
         .expect("count")
 }

@@ -10,25 +10,40 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use magnum_rs::store::{Pool, Store};
+use sqlx::Any;
 use sqlx::Connection as _;
 
 fn is_mysql(url: &str) -> bool {
     url.starts_with("mysql:")
 }
 
+/// The store's pool (generic over the driver) on sqlx's `Any` driver, so that a test can run
+/// its own statements on the pooled connections.
+async fn any_pool(url: &str, max: usize, acquire_timeout: Duration) -> Pool<Any> {
+    sqlx::any::install_default_drivers();
+    let mut url = url.to_string();
+    if !is_mysql(&url) {
+        url.push_str("?mode=rwc");
+    }
+    let options = sqlx::any::AnyConnectOptions::from_str(&url).expect("url");
+    Pool::connect(options, max, acquire_timeout)
+        .await
+        .expect("pool")
+}
+
 /// A temporary table lives on one connection only: it tells which connection a statement ran on.
-async fn mark_connection(store: &Store, url: &str) {
+async fn mark_connection(pool: &Pool<Any>, url: &str) {
     let ddl = if is_mysql(url) {
         "CREATE TEMPORARY TABLE pool_marker (x INTEGER)"
     } else {
         "CREATE TEMP TABLE pool_marker (x INTEGER)"
     };
-    let mut c = store.conn().await.expect("connection");
+    let mut c = pool.acquire().await.expect("connection");
     sqlx::query(ddl).execute(&mut c).await.expect("marker");
 }
 
-async fn on_marked_connection(store: &Store) -> bool {
-    let mut c = store.conn().await.expect("connection");
+async fn on_marked_connection(pool: &Pool<Any>) -> bool {
+    let mut c = pool.acquire().await.expect("connection");
     sqlx::query("SELECT COUNT(*) FROM pool_marker")
         .fetch_one(&mut c)
         .await
@@ -38,11 +53,11 @@ async fn on_marked_connection(store: &Store) -> bool {
 #[tokio::test]
 async fn a_connection_goes_back_to_the_pool_after_a_statement_and_is_reused() {
     let db = common::fresh_database().await;
-    let store = Store::connect_with(&db.url, 3).await.expect("connect");
-    mark_connection(&store, &db.url).await;
+    let pool = any_pool(&db.url, 3, Duration::from_secs(30)).await;
+    mark_connection(&pool, &db.url).await;
     // The most recently returned connection is handed out next.
-    assert!(on_marked_connection(&store).await);
-    assert!(on_marked_connection(&store).await);
+    assert!(on_marked_connection(&pool).await);
+    assert!(on_marked_connection(&pool).await);
 }
 
 #[tokio::test]
@@ -50,8 +65,9 @@ async fn a_transaction_dropped_without_commit_is_rolled_back_before_the_next_use
     let db = common::fresh_database().await;
     let store = Store::connect_with(&db.url, 3).await.expect("connect");
     store.migrate().await.expect("migrate");
+    let pool = any_pool(&db.url, 3, Duration::from_secs(30)).await;
     {
-        let mut c = store.conn().await.expect("connection");
+        let mut c = pool.acquire().await.expect("connection");
         let mut tx = c.begin().await.expect("begin");
         sqlx::query(
             "INSERT INTO quotas (created_at, project_id, resource, hard_limit) \
@@ -62,7 +78,7 @@ async fn a_transaction_dropped_without_commit_is_rolled_back_before_the_next_use
         .expect("insert");
         // Dropped here: neither committed nor rolled back by the caller.
     }
-    let mut c = store.conn().await.expect("connection");
+    let mut c = pool.acquire().await.expect("connection");
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM quotas")
         .fetch_one(&mut c)
         .await
@@ -79,11 +95,12 @@ async fn a_transaction_dropped_without_commit_is_rolled_back_before_the_next_use
     drop(c);
     let other = Store::connect(&db.url).await.expect("second store");
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM quotas")
-        .fetch_one(&mut other.conn().await.expect("connection"))
+        .fetch_one(&mut other.side_connection().await.expect("connection"))
         .await
         .expect("count");
     assert_eq!(n, 1, "a write after the rollback is committed");
     other.close().await;
+    pool.close().await;
     store.close().await;
 }
 
@@ -92,6 +109,7 @@ async fn rows_a_dropped_query_left_unread_do_not_reach_the_next_statement() {
     let db = common::fresh_database().await;
     let store = Store::connect_with(&db.url, 1).await.expect("connect");
     store.migrate().await.expect("migrate");
+    let pool = any_pool(&db.url, 1, Duration::from_secs(30)).await;
     for i in 0..50 {
         sqlx::query(
             "INSERT INTO quotas (created_at, project_id, resource, hard_limit) \
@@ -99,12 +117,12 @@ async fn rows_a_dropped_query_left_unread_do_not_reach_the_next_statement() {
         )
         .bind(format!("p{i}"))
         .bind(i)
-        .execute(&mut store.conn().await.expect("connection"))
+        .execute(&mut pool.acquire().await.expect("connection"))
         .await
         .expect("insert");
     }
     {
-        let mut c = store.conn().await.expect("connection");
+        let mut c = pool.acquire().await.expect("connection");
         let mut rows = sqlx::query("SELECT project_id FROM quotas ORDER BY id").fetch(&mut c);
         let first = rows.next().await.expect("a row").expect("row ok");
         drop(first);
@@ -113,25 +131,18 @@ async fn rows_a_dropped_query_left_unread_do_not_reach_the_next_statement() {
     // A pool of one: the next statement gets its own result (the connection that left rows
     // unread is closed, and a fresh one answers).
     let limit: i64 = sqlx::query_scalar("SELECT hard_limit FROM quotas WHERE project_id = 'p42'")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut pool.acquire().await.expect("connection"))
         .await
         .expect("the next statement's own row");
     assert_eq!(limit, 42);
+    pool.close().await;
     store.close().await;
 }
 
 #[tokio::test]
 async fn acquiring_beyond_the_pool_size_waits_and_times_out() {
     let db = common::fresh_database().await;
-    sqlx::any::install_default_drivers();
-    let mut url = db.url.clone();
-    if !is_mysql(&url) {
-        url.push_str("?mode=rwc");
-    }
-    let options = sqlx::any::AnyConnectOptions::from_str(&url).expect("url");
-    let pool = Pool::connect(options, 1, Duration::from_millis(200), None)
-        .await
-        .expect("pool");
+    let pool = any_pool(&db.url, 1, Duration::from_millis(200)).await;
     let held = pool.acquire().await.expect("first");
     match pool.acquire().await {
         Err(sqlx::Error::PoolTimedOut) => {}
@@ -151,11 +162,11 @@ async fn acquiring_beyond_the_pool_size_waits_and_times_out() {
 #[tokio::test]
 async fn a_connection_whose_statement_was_cancelled_is_closed_not_reused() {
     let db = common::fresh_database().await;
-    let store = Store::connect_with(&db.url, 1).await.expect("connect");
-    mark_connection(&store, &db.url).await;
+    let pool = any_pool(&db.url, 1, Duration::from_secs(30)).await;
+    mark_connection(&pool, &db.url).await;
     let mut cancelled = false;
     for i in 0..20 {
-        let mut c = store.conn().await.expect("connection");
+        let mut c = pool.acquire().await.expect("connection");
         // A new statement text each time: not in the connection's statement cache, so it
         // is prepared first, the step sqlx's MySQL connection cannot resume.
         let sql = format!("SELECT COUNT(*) + {i} FROM pool_marker");
@@ -170,7 +181,7 @@ async fn a_connection_whose_statement_was_cancelled_is_closed_not_reused() {
         cancelled,
         "no statement was still running after its first poll"
     );
-    let next = tokio::time::timeout(Duration::from_secs(10), on_marked_connection(&store))
+    let next = tokio::time::timeout(Duration::from_secs(10), on_marked_connection(&pool))
         .await
         .expect("the next statement does not hang");
     assert!(
@@ -179,13 +190,13 @@ async fn a_connection_whose_statement_was_cancelled_is_closed_not_reused() {
     );
     let one: i64 = tokio::time::timeout(
         Duration::from_secs(10),
-        sqlx::query_scalar("SELECT 1").fetch_one(&mut store.conn().await.expect("connection")),
+        sqlx::query_scalar("SELECT 1").fetch_one(&mut pool.acquire().await.expect("connection")),
     )
     .await
     .expect("no hang")
     .expect("a fresh connection answers");
     assert_eq!(one, 1);
-    store.close().await;
+    pool.close().await;
 }
 
 /// A connection the server killed while idle fails the one statement that finds it so; it
@@ -197,26 +208,26 @@ async fn a_connection_the_server_killed_is_replaced() {
         eprintln!("SQLite connections cannot be killed from outside; the MariaDB run covers this");
         return;
     }
-    let store = Store::connect_with(&db.url, 2).await.expect("connect");
+    let pool = any_pool(&db.url, 2, Duration::from_secs(30)).await;
     let victim: i64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut pool.acquire().await.expect("connection"))
         .await
         .expect("id");
     let killer = Store::connect(&db.url).await.expect("second store");
     sqlx::query(&format!("KILL CONNECTION {victim}"))
-        .execute(&mut killer.conn().await.expect("connection"))
+        .execute(&mut killer.side_connection().await.expect("connection"))
         .await
         .expect("kill");
     killer.close().await;
     // The idle connection handed out next is the killed one.
     let first = sqlx::query_scalar::<_, i64>("SELECT CONNECTION_ID()")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut pool.acquire().await.expect("connection"))
         .await;
     assert!(first.is_err(), "the killed connection fails: {first:?}");
     let next: i64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
-        .fetch_one(&mut store.conn().await.expect("connection"))
+        .fetch_one(&mut pool.acquire().await.expect("connection"))
         .await
         .expect("a new connection answers");
     assert_ne!(next, victim);
-    store.close().await;
+    pool.close().await;
 }

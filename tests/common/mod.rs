@@ -41,7 +41,7 @@ pub async fn fresh_database() -> TestDb {
                 .await
                 .expect("connect to MariaDB");
             sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-                .execute(&mut admin.conn().await.expect("connection"))
+                .execute(&mut admin.side_connection().await.expect("connection"))
                 .await
                 .expect("create test database");
             admin.close().await;

@@ -149,7 +149,7 @@ fn stats_and_quotas_answer_as_magnum_on_its_database() {
             )
             .bind(p.clone())
             .bind(limit)
-            .execute(&mut store.conn().await.expect("connection"))
+            .execute(&mut store.side_connection().await.expect("connection"))
             .await
         })
         .expect("insert quota");

@@ -312,7 +312,7 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
     // The database's own integrity check.
     rt.block_on(async {
         let store = Store::connect(&db.url).await.expect("connect");
-        let mut conn = store.conn().await.expect("connection");
+        let mut conn = store.side_connection().await.expect("connection");
         if mysql {
             for table in [
                 "cluster",
