@@ -17,14 +17,9 @@ pub struct NodeGroupFilter {
     pub role: Option<String>,
 }
 
-/// What the computed counts read of a nodegroup.
-#[derive(sqlx::FromRow)]
-struct CountsRow {
-    cluster_id: Option<String>,
-    role: Option<String>,
-    node_count: Option<i64>,
-    node_addresses: Option<String>,
-}
+/// What the computed counts read of a nodegroup: `cluster_id`, `role`, `node_count` and
+/// `node_addresses` (by position).
+type CountsRow = (Option<String>, Option<String>, Option<i64>, Option<String>);
 
 impl NodeGroupFilter {
     fn apply(&self, sql: &mut String, binds: &mut Vec<Bind>) {
@@ -135,13 +130,11 @@ impl Store {
             .bind_all(cluster_uuids.iter().map(Bind::text))
             .fetch_all(&mut self.conn().await?)
             .await?;
-        for row in rows {
-            let is_master = row.role.as_deref() == Some(ROLE_MASTER);
-            let node_count = row.node_count.unwrap_or(1);
-            let addrs = json_list(row.node_addresses.as_deref()).unwrap_or_default();
-            let c = counts
-                .entry(row.cluster_id.unwrap_or_default())
-                .or_default();
+        for (cluster_id, role, node_count, node_addresses) in rows {
+            let is_master = role.as_deref() == Some(ROLE_MASTER);
+            let node_count = node_count.unwrap_or(1);
+            let addrs = json_list(node_addresses.as_deref()).unwrap_or_default();
+            let c = counts.entry(cluster_id.unwrap_or_default()).or_default();
             if is_master {
                 c.master_count = c.master_count.saturating_add(node_count);
                 c.master_addresses.extend(addrs);

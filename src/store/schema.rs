@@ -26,7 +26,9 @@ pub(crate) trait Column: Copy + PartialEq + std::fmt::Debug + 'static {
     }
 }
 
-/// Declares a table: its row type (fields named as the columns) and its column enum.
+/// Declares a table: its row type (fields named as the columns) and its column enum. The
+/// row is decoded by position, in the order of [`Column::ALL`], which is the order of
+/// [`select_from`]'s list (no lookup of each column by name).
 macro_rules! table {
     (
         $(#[$doc:meta])*
@@ -35,9 +37,22 @@ macro_rules! table {
         }
     ) => {
         $(#[$doc])*
-        #[derive(Debug, sqlx::FromRow)]
+        #[derive(Debug)]
         pub(crate) struct $row {
             $(pub(crate) $field: $ty,)*
+        }
+
+        impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for $row
+        where
+            usize: sqlx::ColumnIndex<R>,
+            $($ty: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,)*
+        {
+            fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+                let mut at = 0usize..;
+                Ok($row {
+                    $($field: row.try_get(at.next().unwrap_or_default())?,)*
+                })
+            }
         }
 
         #[doc = concat!("A column of `", $table, "`.")]
@@ -218,21 +233,38 @@ pub(crate) fn select_from<C: Column>() -> &'static str {
 /// A DATETIME as Python's `isoformat()` of an aware UTC datetime: microseconds only when
 /// not zero, as Python prints them.
 pub fn isoformat(t: &NaiveDateTime) -> String {
-    if t.nanosecond() / 1000 == 0 {
-        t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
-    } else {
-        t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    let mut s = python_str(t, 'T');
+    s.push_str("+00:00");
+    s
+}
+
+/// `YYYY-MM-DD<sep>HH:MM:SS[.ffffff]`, written digit by digit (a `format` string is parsed
+/// on every call, and a list page formats a hundred of these).
+fn python_str(t: &NaiveDateTime, sep: char) -> String {
+    use chrono::Datelike as _;
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(32);
+    let micros = t.nanosecond() / 1000 % 1_000_000;
+    let _ = write!(
+        s,
+        "{:04}-{:02}-{:02}{sep}{:02}:{:02}:{:02}",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    );
+    if micros != 0 {
+        let _ = write!(s, ".{micros:06}");
     }
+    s
 }
 
 /// A DATETIME as Python's `str()` of a naive datetime (`YYYY-MM-DD HH:MM:SS[.ffffff]`),
 /// the raw form some views show and [`super::now`] writes.
 pub fn stored(t: &NaiveDateTime) -> String {
-    if t.nanosecond() / 1000 == 0 {
-        t.format("%Y-%m-%d %H:%M:%S").to_string()
-    } else {
-        t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
-    }
+    python_str(t, ' ')
 }
 
 /// A time as [`stored`] writes it, in [`isoformat`] (as written when it does not parse).
@@ -393,6 +425,7 @@ mod tests {
             "2026-12-02T13:17:02.000100+00:00"
         );
         assert_eq!(stored(&at("2026-12-02 13:17:02.0")), "2026-12-02 13:17:02");
+        assert_eq!(stored(&at("0999-01-02 03:04:05.5")), "0999-01-02 03:04:05.500000");
         assert_eq!(iso8601("2026-12-02 13:17:02"), "2026-12-02T13:17:02+00:00");
         assert_eq!(
             iso8601("2026-12-02 13:17:02.000000"),

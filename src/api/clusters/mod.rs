@@ -7,6 +7,7 @@ mod view;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse as _, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
@@ -29,7 +30,7 @@ pub use view::{cluster_doc, labels_diff};
 
 use create::create_cluster;
 use update::update_cluster;
-use view::render_many;
+use view::{render_many, summaries};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -55,7 +56,7 @@ async fn list_clusters(
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
     let args = PageArgs::from_query(&q)?;
     enforce(&state, &ctx, "cluster:get_all")?;
@@ -69,7 +70,7 @@ async fn list_clusters_detail(
     ctx: RequestContext,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = Query::parse(raw.as_deref(), &PAGINATION_ARGS)?;
     let args = PageArgs::from_query(&q)?;
     enforce(&state, &ctx, "cluster:detail")?;
@@ -104,7 +105,7 @@ async fn collection(
     headers: &HeaderMap,
     args: &PageArgs,
     expand: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let rule = if expand {
         "cluster:detail_all_projects"
     } else {
@@ -128,20 +129,37 @@ async fn collection(
     let page = args.page(limit, dir, marker_id, Table::Cluster)?;
     let clusters = state.store.list_clusters(&tenancy, &page).await?;
     let base = base_url(headers);
-    let items = render_many(state, &clusters, version, expand, &base).await?;
     let resource = if expand {
         "clusters/detail"
     } else {
         "clusters"
     };
-    let mut body = json!({ "clusters": items });
-    if clusters.len() as i64 == limit {
-        if let Some(last) = clusters.last() {
-            body["next"] =
-                next_link(&base, resource, limit, &args.sort_key, dir, &last.uuid).into();
-        }
+    let next = match clusters.last() {
+        Some(last) if clusters.len() as i64 == limit => Some(next_link(
+            &base,
+            resource,
+            limit,
+            &args.sort_key,
+            dir,
+            &last.uuid,
+        )),
+        _ => None,
+    };
+    if expand {
+        let items = render_many(state, &clusters, version, true, &base).await?;
+        Ok(Json(ClusterPage { clusters: items, next }).into_response())
+    } else {
+        let items = summaries(state, &clusters, version, &base).await?;
+        Ok(Json(ClusterPage { clusters: items, next }).into_response())
     }
-    Ok(Json(body))
+}
+
+/// A page of the collection: `{"clusters": [...]}`, with `next` when the page is full.
+#[derive(serde::Serialize)]
+struct ClusterPage<T> {
+    clusters: Vec<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
 }
 
 /// Mirrors `ClustersController.get_one`, with `faults` for failed clusters.

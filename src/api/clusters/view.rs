@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use serde::ser::{Serialize, SerializeMap as _, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::api::microversion::Version;
@@ -170,6 +171,101 @@ fn render(
     Value::Object(doc)
 }
 
+/// One cluster of the summary list (`GET /v1/clusters`), written straight to the response:
+/// the keys, values and order of [`render`]'s summary (`expand = false`), without building
+/// a JSON map per cluster first (a list page writes fifty).
+pub(super) struct SummaryView<'a> {
+    cluster: &'a Cluster,
+    node_count: i64,
+    master_count: i64,
+    base: &'a str,
+    /// 1.13 and later: `stack_id` shows as `cluster_id`.
+    cluster_id_key: bool,
+}
+
+/// One entry of `links`.
+#[derive(serde::Serialize)]
+struct Link {
+    href: String,
+    rel: &'static str,
+}
+
+impl SummaryView<'_> {
+    fn links(&self) -> [Link; 2] {
+        let uuid = &self.cluster.uuid;
+        [
+            Link {
+                href: format!("{}/v1/clusters/{uuid}", self.base),
+                rel: "self",
+            },
+            Link {
+                href: format!("{}/clusters/{uuid}", self.base),
+                rel: "bookmark",
+            },
+        ]
+    }
+}
+
+impl Serialize for SummaryView<'_> {
+    /// The order is [`summary_doc`]'s with [`render`]'s steps applied: `merge_labels` and
+    /// `links` appended; at 1.13 `stack_id` removed (the map's `remove` moves the last key,
+    /// `links`, into its place) and `cluster_id` appended.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.cluster;
+        let mut m = s.serialize_map(Some(16))?;
+        m.serialize_entry("uuid", &c.uuid)?;
+        m.serialize_entry("name", &c.name)?;
+        m.serialize_entry("cluster_template_id", &c.cluster_template_id)?;
+        m.serialize_entry("keypair", &c.keypair)?;
+        m.serialize_entry("node_count", &self.node_count)?;
+        m.serialize_entry("master_count", &self.master_count)?;
+        m.serialize_entry("docker_volume_size", &c.docker_volume_size)?;
+        m.serialize_entry("labels", &c.labels)?;
+        m.serialize_entry("master_flavor_id", &c.master_flavor_id)?;
+        m.serialize_entry("flavor_id", &c.flavor_id)?;
+        m.serialize_entry("create_timeout", &c.create_timeout)?;
+        if self.cluster_id_key {
+            m.serialize_entry("links", &self.links())?;
+        } else {
+            m.serialize_entry("stack_id", &c.stack_id)?;
+        }
+        m.serialize_entry("status", &c.status)?;
+        m.serialize_entry("health_status", &c.health_status)?;
+        m.serialize_entry("merge_labels", &false)?;
+        if self.cluster_id_key {
+            m.serialize_entry("cluster_id", &c.stack_id)?;
+        } else {
+            m.serialize_entry("links", &self.links())?;
+        }
+        m.end()
+    }
+}
+
+/// The summary list's views of a page of clusters, with their computed counts.
+pub(super) async fn summaries<'a>(
+    state: &AppState,
+    clusters: &'a [Cluster],
+    version: Version,
+    base: &'a str,
+) -> ApiResult<Vec<SummaryView<'a>>> {
+    let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
+    let counts = state.store.counts_of_clusters(&uuids, false).await?;
+    let cluster_id_key = version.at_least(1, 13);
+    Ok(clusters
+        .iter()
+        .map(|cluster| {
+            let c = counts.get(&cluster.uuid);
+            SummaryView {
+                cluster,
+                node_count: c.map_or(0, |c| c.node_count),
+                master_count: c.map_or(0, |c| c.master_count),
+                base,
+                cluster_id_key,
+            }
+        })
+        .collect())
+}
+
 /// Loads what rendering needs for a page of clusters: counts and template labels.
 pub(super) async fn render_many(
     state: &AppState,
@@ -206,4 +302,60 @@ pub(super) async fn render_many(
             render(c, counts, parent, version, expand, base)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(stack_id: Option<&str>, labels: Option<Map<String, Value>>) -> Cluster {
+        Cluster {
+            uuid: "c0000000-0000-4000-8000-000000000001".into(),
+            name: Some("one".into()),
+            cluster_template_id: Some("t".into()),
+            keypair: None,
+            docker_volume_size: Some(20),
+            labels,
+            master_flavor_id: Some("m1.large".into()),
+            create_timeout: Some(60),
+            stack_id: stack_id.map(str::to_string),
+            status: Some("CREATE_COMPLETE".into()),
+            health_status: None,
+            status_reason: Some("not in the summary".into()),
+            ..Cluster::default()
+        }
+    }
+
+    /// The summary view writes byte for byte what the map-building render writes, at every
+    /// microversion where the output differs (1.13 renames `stack_id`).
+    #[test]
+    fn the_summary_view_writes_what_render_writes() {
+        let labels: Map<String, Value> =
+            serde_json::from_str(r#"{"kube_tag": "v1.30.4", "a": "\"q\""}"#).expect("labels");
+        let counts = ClusterCounts {
+            node_count: 3,
+            master_count: 1,
+            node_addresses: vec![json!("10.0.0.1")],
+            master_addresses: Vec::new(),
+        };
+        for c in [cluster(Some("kube-1"), Some(labels)), cluster(None, None)] {
+            for minor in [1, 12, 13, 14] {
+                let version = Version::new(1, minor);
+                let base = "http://h:9511";
+                let expected = render(&c, &counts, &Map::new(), version, false, base);
+                let view = SummaryView {
+                    cluster: &c,
+                    node_count: counts.node_count,
+                    master_count: counts.master_count,
+                    base,
+                    cluster_id_key: version.at_least(1, 13),
+                };
+                assert_eq!(
+                    serde_json::to_string(&view).expect("view"),
+                    serde_json::to_string(&expected).expect("render"),
+                    "1.{minor}"
+                );
+            }
+        }
+    }
 }
