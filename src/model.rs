@@ -171,6 +171,28 @@ impl SelectsDriver for ClusterTemplate {
     }
 }
 
+/// A cluster as the summary list (`GET /v1/clusters`) shows it: the columns it shows and
+/// the counts computed from its nodegroups, read in one statement.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterSummary {
+    pub uuid: String,
+    pub name: Option<String>,
+    pub cluster_template_id: Option<String>,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i64>,
+    pub labels: Option<serde_json::Map<String, Value>>,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub create_timeout: Option<i64>,
+    pub stack_id: Option<String>,
+    pub status: Option<String>,
+    pub health_status: Option<String>,
+    /// The sum of the master nodegroups' `node_count` (as [`ClusterCounts`]).
+    pub master_count: i64,
+    /// The sum of the other nodegroups' `node_count`.
+    pub node_count: i64,
+}
+
 /// A row of `cluster` plus what Magnum computes from its nodegroups on every read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cluster {

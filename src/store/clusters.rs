@@ -4,10 +4,83 @@ use super::changes::{cluster_columns, ClusterSet};
 use super::keys::ClusterBy;
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
-use super::schema::{select_from, ClusterCol, ClusterRow, Column as _};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use super::schema::{
+    from_row_by_position, json_map, select_from, ClusterCol, ClusterRow, Column as _,
+};
 use super::sort_key::Table;
-use super::{insert_row, now, stmt, update_columns, Bind, Page, Store};
-use crate::model::{Cluster, NodeGroup, Tenancy};
+use super::{insert_row, now, stmt, update_columns, Bind, Dialect, Page, Store};
+use crate::model::{Cluster, ClusterCounts, ClusterSummary, NodeGroup, Tenancy};
+
+/// Declares what the summary list reads of a cluster: the columns (by position, in this
+/// order) and then the two computed counts.
+macro_rules! summary_row {
+    ($($field:ident: $ty:ty => $variant:ident,)*) => {
+        struct SummaryRow {
+            $($field: $ty,)*
+        }
+
+        from_row_by_position!(SummaryRow { $($field: $ty,)* });
+
+        const SUMMARY_COLUMNS: &[ClusterCol] = &[$(ClusterCol::$variant,)*];
+    };
+}
+
+summary_row! {
+    uuid: Option<String> => Uuid,
+    name: Option<String> => Name,
+    cluster_template_id: Option<String> => ClusterTemplateId,
+    keypair: Option<String> => Keypair,
+    docker_volume_size: Option<i64> => DockerVolumeSize,
+    labels: Option<String> => Labels,
+    master_flavor_id: Option<String> => MasterFlavorId,
+    flavor_id: Option<String> => FlavorId,
+    create_timeout: Option<i64> => CreateTimeout,
+    stack_id: Option<String> => StackId,
+    status: Option<String> => Status,
+    health_status: Option<String> => HealthStatus,
+}
+
+impl SummaryRow {
+    /// The summary, with the counts of its nodegroups (none: 0 and 0).
+    fn with_counts(self, counts: &HashMap<String, ClusterCounts>) -> ClusterSummary {
+        let uuid = self.uuid.unwrap_or_default();
+        let (master_count, node_count) = counts
+            .get(&uuid)
+            .map_or((0, 0), |c| (c.master_count, c.node_count));
+        ClusterSummary {
+            uuid,
+            name: self.name,
+            cluster_template_id: self.cluster_template_id,
+            keypair: self.keypair,
+            docker_volume_size: self.docker_volume_size,
+            labels: json_map(self.labels.as_deref()),
+            master_flavor_id: self.master_flavor_id,
+            flavor_id: self.flavor_id,
+            create_timeout: self.create_timeout,
+            stack_id: self.stack_id,
+            status: self.status,
+            health_status: self.health_status,
+            master_count,
+            node_count,
+        }
+    }
+}
+
+/// `SELECT <summary columns> FROM cluster t`, built once.
+fn summary_select() -> &'static str {
+    static S: LazyLock<String> = LazyLock::new(|| {
+        let cols = SUMMARY_COLUMNS
+            .iter()
+            .map(|c| format!("t.{}", c.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("SELECT {cols} FROM cluster t")
+    });
+    &S
+}
 
 /// `_add_tenant_filters` for alias `t`.
 pub(crate) fn tenancy_filter(tenancy: &Tenancy, binds: &mut Vec<Bind>) -> &'static str {
@@ -100,6 +173,70 @@ impl Store {
             .fetch_all(&mut self.conn().await?)
             .await?;
         Ok(rows.into_iter().map(Cluster::from).collect())
+    }
+
+    /// A page of the summary list: the columns it shows, and the counts computed from the
+    /// clusters' nodegroups (two statements).
+    pub async fn list_cluster_summaries(
+        &self,
+        tenancy: &Tenancy,
+        page: &Page,
+    ) -> Result<Vec<ClusterSummary>, sqlx::Error> {
+        let mut binds = Vec::new();
+        let mut sql = format!("{} WHERE 1 = 1", summary_select());
+        sql.push_str(tenancy_filter(tenancy, &mut binds));
+        page.apply(Table::Cluster, &mut sql, &mut binds);
+        let rows: Vec<SummaryRow> = stmt(sql)
+            .bind_all(binds)
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        let uuids: Vec<String> = rows.iter().filter_map(|r| r.uuid.clone()).collect();
+        let counts = match self.dialect() {
+            // SQLite sums in the process anyway: its GROUP BY is cheaper than decoding the
+            // rows one by one.
+            Dialect::Sqlite => self.summed_counts(&uuids).await?,
+            // MariaDB's GROUP BY builds a temporary table per request, which costs it more
+            // than handing the rows over; they are summed here.
+            Dialect::Mysql => self.counts_of_clusters(&uuids, false).await?,
+        };
+        Ok(rows.into_iter().map(|r| r.with_counts(&counts)).collect())
+    }
+
+    /// [`ClusterCounts`] without addresses, summed by SQLite per cluster: the same sums as
+    /// [`ClusterCounts::from_nodegroups`] (a master is a nodegroup whose role is exactly
+    /// `master`, as SQLite's `=` compares; a NULL `node_count` counts 1). `TOTAL` never fails
+    /// on overflow.
+    async fn summed_counts(
+        &self,
+        cluster_uuids: &[String],
+    ) -> Result<HashMap<String, ClusterCounts>, sqlx::Error> {
+        if cluster_uuids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT n.cluster_id, \
+             CAST(TOTAL(CASE WHEN n.role = 'master' THEN COALESCE(n.node_count, 1) END) \
+             AS INTEGER), \
+             CAST(TOTAL(CASE WHEN n.role = 'master' THEN NULL ELSE COALESCE(n.node_count, 1) END) \
+             AS INTEGER) \
+             FROM nodegroup n WHERE n.cluster_id IN ({}) GROUP BY n.cluster_id",
+            vec!["?"; cluster_uuids.len()].join(", ")
+        );
+        let rows: Vec<(Option<String>, i64, i64)> = stmt(sql)
+            .bind_all(cluster_uuids.iter().map(Bind::text))
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(uuid, master_count, node_count)| {
+                let counts = ClusterCounts {
+                    master_count,
+                    node_count,
+                    ..ClusterCounts::default()
+                };
+                (uuid.unwrap_or_default(), counts)
+            })
+            .collect())
     }
 
     /// Clusters that `by` matches within `tenancy` (at most two: enough to tell "one"

@@ -26,9 +26,29 @@ pub(crate) trait Column: Copy + PartialEq + std::fmt::Debug + 'static {
     }
 }
 
+/// `FromRow` by position: the fields in declaration order are the statement's columns in
+/// order (no lookup of each column by name).
+macro_rules! from_row_by_position {
+    ($row:ident { $($field:ident: $ty:ty,)* }) => {
+        impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for $row
+        where
+            usize: sqlx::ColumnIndex<R>,
+            $($ty: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,)*
+        {
+            fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+                let mut at = 0usize..;
+                Ok($row {
+                    $($field: row.try_get(at.next().unwrap_or_default())?,)*
+                })
+            }
+        }
+    };
+}
+pub(crate) use from_row_by_position;
+
 /// Declares a table: its row type (fields named as the columns) and its column enum. The
 /// row is decoded by position, in the order of [`Column::ALL`], which is the order of
-/// [`select_from`]'s list (no lookup of each column by name).
+/// [`select_from`]'s list.
 macro_rules! table {
     (
         $(#[$doc:meta])*
@@ -42,18 +62,7 @@ macro_rules! table {
             $(pub(crate) $field: $ty,)*
         }
 
-        impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for $row
-        where
-            usize: sqlx::ColumnIndex<R>,
-            $($ty: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,)*
-        {
-            fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
-                let mut at = 0usize..;
-                Ok($row {
-                    $($field: row.try_get(at.next().unwrap_or_default())?,)*
-                })
-            }
-        }
+        from_row_by_position!($row { $($field: $ty,)* });
 
         #[doc = concat!("A column of `", $table, "`.")]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -425,7 +434,10 @@ mod tests {
             "2026-12-02T13:17:02.000100+00:00"
         );
         assert_eq!(stored(&at("2026-12-02 13:17:02.0")), "2026-12-02 13:17:02");
-        assert_eq!(stored(&at("0999-01-02 03:04:05.5")), "0999-01-02 03:04:05.500000");
+        assert_eq!(
+            stored(&at("0999-01-02 03:04:05.5")),
+            "0999-01-02 03:04:05.500000"
+        );
         assert_eq!(iso8601("2026-12-02 13:17:02"), "2026-12-02T13:17:02+00:00");
         assert_eq!(
             iso8601("2026-12-02 13:17:02.000000"),

@@ -356,6 +356,70 @@ async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
     assert_eq!(list.body["clusters"][0]["master_count"], 3);
 }
 
+/// The summary list computes the counts in SQL; they are the detail's (computed in Rust
+/// from the nodegroup rows) for rows Magnum's database may hold: a NULL `node_count`
+/// (counts 1), a NULL `role` (not a master), and a cluster without nodegroups (0 and 0).
+#[tokio::test]
+async fn summary_list_counts_equal_the_detail_counts_for_odd_nodegroup_rows() {
+    let app = spawn_app().await;
+    let f = app.standard_fixture().await;
+    let r = app
+        .post(
+            "/v1/clusters/k8s/nodegroups",
+            &As::member(),
+            json!({"name": "extra", "node_count": 4}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    app.run_operations().await;
+    let store = &app.state.store;
+    let extra = ng_id(&app, &f.k8s, "extra").await;
+    let worker = ng_id(&app, &f.k8s, "default-worker").await;
+    let mut side = store.side_connection().await.expect("connection");
+    sqlx::query("UPDATE nodegroup SET role = NULL WHERE id = ?")
+        .bind(extra)
+        .execute(&mut side)
+        .await
+        .expect("null role");
+    sqlx::query("UPDATE nodegroup SET node_count = NULL WHERE id = ?")
+        .bind(worker)
+        .execute(&mut side)
+        .await
+        .expect("null count");
+    let bare = app.cluster("bare", "capi", 1, 1, &As::member()).await;
+    sqlx::query("DELETE FROM nodegroup WHERE cluster_id = ?")
+        .bind(bare.clone())
+        .execute(&mut side)
+        .await
+        .expect("no nodegroups");
+    let list = app.get("/v1/clusters", &As::member()).await;
+    let detail = app.get("/v1/clusters/detail", &As::member()).await;
+    let pick = |body: &Value, uuid: &str| {
+        body["clusters"]
+            .as_array()
+            .expect("clusters")
+            .iter()
+            .find(|c| c["uuid"] == uuid)
+            .map(|c| (c["node_count"].clone(), c["master_count"].clone()))
+            .expect("listed")
+    };
+    let k8s = f.k8s.clone();
+    assert_eq!(
+        pick(&list.body, &k8s),
+        (json!(5), json!(1)),
+        "{}",
+        list.body
+    );
+    assert_eq!(pick(&list.body, &k8s), pick(&detail.body, &k8s));
+    assert_eq!(
+        pick(&list.body, &bare),
+        (json!(0), json!(0)),
+        "{}",
+        list.body
+    );
+    assert_eq!(pick(&list.body, &bare), pick(&detail.body, &bare));
+}
+
 // --- lookups and tenancy ------------------------------------------------------------------
 
 #[tokio::test]

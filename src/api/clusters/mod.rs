@@ -127,30 +127,59 @@ async fn collection(
         None => None,
     };
     let page = args.page(limit, dir, marker_id, Table::Cluster)?;
-    let clusters = state.store.list_clusters(&tenancy, &page).await?;
     let base = base_url(headers);
-    let resource = if expand {
-        "clusters/detail"
-    } else {
-        "clusters"
-    };
-    let next = match clusters.last() {
-        Some(last) if clusters.len() as i64 == limit => Some(next_link(
-            &base,
-            resource,
-            limit,
-            &args.sort_key,
-            dir,
-            &last.uuid,
-        )),
+    let next = |len: usize, last: Option<&str>| match last {
+        Some(last) if len as i64 == limit => {
+            let resource = if expand {
+                "clusters/detail"
+            } else {
+                "clusters"
+            };
+            Some(next_link(&base, resource, limit, &args.sort_key, dir, last))
+        }
         _ => None,
     };
     if expand {
+        let clusters = state.store.list_clusters(&tenancy, &page).await?;
         let items = render_many(state, &clusters, version, true, &base).await?;
-        Ok(Json(ClusterPage { clusters: items, next }).into_response())
+        let next = next(clusters.len(), clusters.last().map(|c| c.uuid.as_str()));
+        Ok(Json(ClusterPage {
+            clusters: items,
+            next,
+        })
+        .into_response())
     } else {
-        let items = summaries(state, &clusters, version, &base).await?;
-        Ok(Json(ClusterPage { clusters: items, next }).into_response())
+        let clusters = state.store.list_cluster_summaries(&tenancy, &page).await?;
+        let next = next(clusters.len(), clusters.last().map(|c| c.uuid.as_str()));
+        let items = summaries(&clusters, version, &base);
+        let hint = SUMMARY_BYTES_HINT * items.len();
+        Ok(json_with_capacity(
+            &ClusterPage {
+                clusters: items,
+                next,
+            },
+            hint,
+        ))
+    }
+}
+
+/// About what one cluster of the summary list takes in the response: the buffer is sized
+/// once instead of doubled a dozen times for a page of fifty.
+const SUMMARY_BYTES_HINT: usize = 768;
+
+/// `Json(body)`, serialized into a buffer of `capacity` bytes to begin with.
+fn json_with_capacity<T: serde::Serialize>(body: &T, capacity: usize) -> Response {
+    let mut buf = Vec::with_capacity(capacity);
+    match serde_json::to_writer(&mut buf, body) {
+        Ok(()) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            buf,
+        )
+            .into_response(),
+        Err(e) => ApiError::Internal(e.into()).into_response(),
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::api::microversion::Version;
 use crate::error::ApiResult;
-use crate::model::{Cluster, ClusterCounts};
+use crate::model::{Cluster, ClusterCounts, ClusterSummary};
 use crate::state::AppState;
 
 const SUMMARY_FIELDS: &[&str] = &[
@@ -175,9 +175,7 @@ fn render(
 /// the keys, values and order of [`render`]'s summary (`expand = false`), without building
 /// a JSON map per cluster first (a list page writes fifty).
 pub(super) struct SummaryView<'a> {
-    cluster: &'a Cluster,
-    node_count: i64,
-    master_count: i64,
+    cluster: &'a ClusterSummary,
     base: &'a str,
     /// 1.13 and later: `stack_id` shows as `cluster_id`.
     cluster_id_key: bool,
@@ -217,8 +215,8 @@ impl Serialize for SummaryView<'_> {
         m.serialize_entry("name", &c.name)?;
         m.serialize_entry("cluster_template_id", &c.cluster_template_id)?;
         m.serialize_entry("keypair", &c.keypair)?;
-        m.serialize_entry("node_count", &self.node_count)?;
-        m.serialize_entry("master_count", &self.master_count)?;
+        m.serialize_entry("node_count", &c.node_count)?;
+        m.serialize_entry("master_count", &c.master_count)?;
         m.serialize_entry("docker_volume_size", &c.docker_volume_size)?;
         m.serialize_entry("labels", &c.labels)?;
         m.serialize_entry("master_flavor_id", &c.master_flavor_id)?;
@@ -241,29 +239,21 @@ impl Serialize for SummaryView<'_> {
     }
 }
 
-/// The summary list's views of a page of clusters, with their computed counts.
-pub(super) async fn summaries<'a>(
-    state: &AppState,
-    clusters: &'a [Cluster],
+/// The summary list's views of a page of clusters.
+pub(super) fn summaries<'a>(
+    clusters: &'a [ClusterSummary],
     version: Version,
     base: &'a str,
-) -> ApiResult<Vec<SummaryView<'a>>> {
-    let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
-    let counts = state.store.counts_of_clusters(&uuids, false).await?;
+) -> Vec<SummaryView<'a>> {
     let cluster_id_key = version.at_least(1, 13);
-    Ok(clusters
+    clusters
         .iter()
-        .map(|cluster| {
-            let c = counts.get(&cluster.uuid);
-            SummaryView {
-                cluster,
-                node_count: c.map_or(0, |c| c.node_count),
-                master_count: c.map_or(0, |c| c.master_count),
-                base,
-                cluster_id_key,
-            }
+        .map(|cluster| SummaryView {
+            cluster,
+            base,
+            cluster_id_key,
         })
-        .collect())
+        .collect()
 }
 
 /// Loads what rendering needs for a page of clusters: counts and template labels.
@@ -343,10 +333,24 @@ mod tests {
                 let version = Version::new(1, minor);
                 let base = "http://h:9511";
                 let expected = render(&c, &counts, &Map::new(), version, false, base);
-                let view = SummaryView {
-                    cluster: &c,
-                    node_count: counts.node_count,
+                let summary = ClusterSummary {
+                    uuid: c.uuid.clone(),
+                    name: c.name.clone(),
+                    cluster_template_id: c.cluster_template_id.clone(),
+                    keypair: c.keypair.clone(),
+                    docker_volume_size: c.docker_volume_size,
+                    labels: c.labels.clone(),
+                    master_flavor_id: c.master_flavor_id.clone(),
+                    flavor_id: c.flavor_id.clone(),
+                    create_timeout: c.create_timeout,
+                    stack_id: c.stack_id.clone(),
+                    status: c.status.clone(),
+                    health_status: c.health_status.clone(),
                     master_count: counts.master_count,
+                    node_count: counts.node_count,
+                };
+                let view = SummaryView {
+                    cluster: &summary,
                     base,
                     cluster_id_key: version.at_least(1, 13),
                 };
