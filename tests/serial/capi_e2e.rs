@@ -210,7 +210,21 @@ fn database_url(dir: &Path) -> String {
 struct Cli {
     bin: String,
     endpoint: String,
+    /// The server's port, for the cheap reads that tell when to ask the CLI.
+    port: u16,
 }
+
+/// The API path a CLI `show` reads.
+fn api_path(args: &[&str]) -> Option<String> {
+    match args {
+        ["coe", "cluster", "show", c] => Some(format!("/v1/clusters/{c}")),
+        ["coe", "nodegroup", "show", c, ng] => Some(format!("/v1/clusters/{c}/nodegroups/{ng}")),
+        _ => None,
+    }
+}
+
+/// How often the API is read while a wait lasts.
+const POLL: Duration = Duration::from_millis(250);
 
 impl Cli {
     fn new(server: &Server) -> Cli {
@@ -220,6 +234,22 @@ impl Cli {
         Cli {
             bin,
             endpoint: server.endpoint(),
+            port: server.port,
+        }
+    }
+
+    /// Reads the API (not the CLI: each `openstack` run is a Python process that takes a
+    /// second of CPU, which a wait in a loop would take from the controllers it waits for)
+    /// until `ready` holds for what `args` shows, or the deadline. Answers nothing: the
+    /// caller then asks the CLI, whose output is what the test checks.
+    fn until_api(&self, args: &[&str], deadline: Instant, ready: impl Fn(u16, &Value) -> bool) {
+        let Some(path) = api_path(args) else { return };
+        while Instant::now() < deadline {
+            let (code, v) = http(self.port, "GET", &path, None);
+            if ready(code, &v) {
+                return;
+            }
+            std::thread::park_timeout(POLL);
         }
     }
 
@@ -264,6 +294,11 @@ impl Cli {
     ) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
+            self.until_api(args, deadline, |code, v| {
+                code != 200
+                    || check(v)
+                    || v["status"].as_str().is_some_and(|s| s.ends_with("_FAILED"))
+            });
             let v = self.json(args);
             if check(&v) {
                 return v;
@@ -359,6 +394,9 @@ impl Cli {
         self.ok(&["coe", "cluster", "delete", name]);
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
+            self.until_api(&["coe", "cluster", "show", name], deadline, |code, v| {
+                code != 200 || v["status"] == "DELETE_FAILED"
+            });
             let (code, out, err) = self.run(&["coe", "cluster", "show", name, "-f", "json"]);
             if code != 0 {
                 assert!(err.contains("could not be found"), "{out}{err}");
@@ -525,9 +563,14 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
     );
     let patches = capi.patches_sent(&stack);
     let a = {
-        let (bin, endpoint) = (cli.bin.clone(), cli.endpoint.clone());
+        let (bin, endpoint, port) = (cli.bin.clone(), cli.endpoint.clone(), cli.port);
         std::thread::spawn(move || {
-            Cli { bin, endpoint }.ok(&[
+            Cli {
+                bin,
+                endpoint,
+                port,
+            }
+            .ok(&[
                 "coe",
                 "cluster",
                 "resize",

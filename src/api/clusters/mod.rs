@@ -30,7 +30,7 @@ pub use view::{cluster_doc, labels_diff};
 
 use create::create_cluster;
 use update::update_cluster;
-use view::{render_many, summaries};
+use view::{render_details, summaries};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -141,7 +141,7 @@ async fn collection(
     };
     if expand {
         let clusters = state.store.list_clusters(&tenancy, &page).await?;
-        let items = render_many(state, &clusters, version, true, &base).await?;
+        let items = render_details(state, &clusters, version, &base).await?;
         let next = next(clusters.len(), clusters.last().map(|c| c.uuid.as_str()));
         Ok(Json(ClusterPage {
             clusters: items,
@@ -211,7 +211,7 @@ async fn show_cluster(
         c.user_id.as_deref(),
     )?;
     let base = base_url(&headers);
-    let mut items = render_many(&state, std::slice::from_ref(&c), version, true, &base).await?;
+    let mut items = render_details(&state, std::slice::from_ref(&c), version, &base).await?;
     let mut doc = items.pop().unwrap_or(Value::Null);
     if status::FAILED.contains(&c.status.as_deref().unwrap_or_default()) {
         let ngs = state

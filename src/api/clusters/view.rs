@@ -127,7 +127,8 @@ fn summary_doc(c: &Cluster, counts: &ClusterCounts) -> Map<String, Value> {
     m
 }
 
-/// `Cluster.convert_with_links`: summary (`expand = false`) or detail.
+/// `Cluster.convert_with_links`: summary (`expand = false`; the summary list itself is
+/// written by [`SummaryView`], which a test holds to this) or detail.
 fn render(
     c: &Cluster,
     counts: &ClusterCounts,
@@ -256,25 +257,22 @@ pub(super) fn summaries<'a>(
         .collect()
 }
 
-/// Loads what rendering needs for a page of clusters: counts and template labels.
-pub(super) async fn render_many(
+/// The detail of each of a page of clusters (the detail list, a show), with what it needs:
+/// counts with addresses, and the templates' labels.
+pub(super) async fn render_details(
     state: &AppState,
     clusters: &[Cluster],
     version: Version,
-    expand: bool,
     base: &str,
 ) -> ApiResult<Vec<Value>> {
     let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
-    // The summary shows the counts but not the addresses.
-    let counts = state.store.counts_of_clusters(&uuids, expand).await?;
+    let counts = state.store.counts_of_clusters(&uuids, true).await?;
     let mut parents: HashMap<String, Map<String, Value>> = HashMap::new();
-    if expand {
-        for c in clusters {
-            if let Some(t) = &c.cluster_template_id {
-                if !parents.contains_key(t) {
-                    let labels = state.store.template_labels(t).await?.unwrap_or_default();
-                    parents.insert(t.clone(), labels);
-                }
+    for c in clusters {
+        if let Some(t) = &c.cluster_template_id {
+            if !parents.contains_key(t) {
+                let labels = state.store.template_labels(t).await?.unwrap_or_default();
+                parents.insert(t.clone(), labels);
             }
         }
     }
@@ -289,7 +287,7 @@ pub(super) async fn render_many(
                 .as_ref()
                 .and_then(|t| parents.get(t))
                 .unwrap_or(&empty);
-            render(c, counts, parent, version, expand, base)
+            render(c, counts, parent, version, true, base)
         })
         .collect())
 }
