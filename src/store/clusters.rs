@@ -261,6 +261,27 @@ impl Store {
         Ok(rows.into_iter().map(Cluster::from).collect())
     }
 
+    /// The `id` of the cluster a list's `marker` names (`find_clusters` by uuid, first by
+    /// `id`), without reading the rest of its row.
+    pub async fn cluster_marker_id(
+        &self,
+        tenancy: &Tenancy,
+        uuid: &str,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        let mut binds = vec![Bind::text(uuid)];
+        let mut sql = format!(
+            "SELECT t.id FROM {} t WHERE t.{} = ?",
+            ClusterCol::TABLE,
+            ClusterCol::Uuid.name()
+        );
+        sql.push_str(tenancy_filter(tenancy, &mut binds));
+        sql.push_str(" ORDER BY t.id LIMIT 1");
+        stmt(sql)
+            .bind_all(binds)
+            .scalar_optional(&mut self.conn().await?)
+            .await
+    }
+
     pub async fn cluster_by_uuid(&self, uuid: &str) -> Result<Option<Cluster>, sqlx::Error> {
         Ok(self
             .find_clusters(&Tenancy::All, ClusterBy::Uuid(uuid))

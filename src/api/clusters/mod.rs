@@ -22,7 +22,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
-use crate::store::{ClusterBy, ClusterSet, Table};
+use crate::store::{ClusterSet, Table};
 
 pub use create::ClusterCreate;
 pub use update::validate_cluster_properties;
@@ -118,10 +118,8 @@ async fn collection(
         Some(m) => Some(
             state
                 .store
-                .find_clusters(&tenancy, ClusterBy::Uuid(m))
+                .cluster_marker_id(&tenancy, m)
                 .await?
-                .first()
-                .map(|c| c.id)
                 .ok_or_else(|| ApiError::ClusterNotFound(m.clone()))?,
         ),
         None => None,
