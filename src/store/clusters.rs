@@ -82,6 +82,16 @@ fn summary_select() -> &'static str {
     &S
 }
 
+/// `{select} WHERE t.<by> = ?`, within the tenancy, the first `limit` rows by `id`: the
+/// statement of a cluster lookup, whatever it reads of the row.
+fn lookup(select: &str, by: ClusterBy<'_>, tenancy: &Tenancy, limit: u8) -> (String, Vec<Bind>) {
+    let mut binds = vec![by.bind()];
+    let mut sql = format!("{select} WHERE t.{} = ?", by.column().name());
+    sql.push_str(tenancy_filter(tenancy, &mut binds));
+    sql.push_str(&format!(" ORDER BY t.id LIMIT {limit}"));
+    (sql, binds)
+}
+
 /// `_add_tenant_filters` for alias `t`.
 pub(crate) fn tenancy_filter(tenancy: &Tenancy, binds: &mut Vec<Bind>) -> &'static str {
     match tenancy {
@@ -246,14 +256,7 @@ impl Store {
         tenancy: &Tenancy,
         by: ClusterBy<'_>,
     ) -> Result<Vec<Cluster>, sqlx::Error> {
-        let mut binds = vec![by.bind()];
-        let mut sql = format!(
-            "{} WHERE t.{} = ?",
-            select_from::<ClusterCol>(),
-            by.column().name()
-        );
-        sql.push_str(tenancy_filter(tenancy, &mut binds));
-        sql.push_str(" ORDER BY t.id LIMIT 2");
+        let (sql, binds) = lookup(select_from::<ClusterCol>(), by, tenancy, 2);
         let rows: Vec<ClusterRow> = stmt(sql)
             .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
@@ -268,14 +271,8 @@ impl Store {
         tenancy: &Tenancy,
         uuid: &str,
     ) -> Result<Option<i64>, sqlx::Error> {
-        let mut binds = vec![Bind::text(uuid)];
-        let mut sql = format!(
-            "SELECT t.id FROM {} t WHERE t.{} = ?",
-            ClusterCol::TABLE,
-            ClusterCol::Uuid.name()
-        );
-        sql.push_str(tenancy_filter(tenancy, &mut binds));
-        sql.push_str(" ORDER BY t.id LIMIT 1");
+        let select = format!("SELECT t.id FROM {} t", ClusterCol::TABLE);
+        let (sql, binds) = lookup(&select, ClusterBy::Uuid(uuid), tenancy, 1);
         stmt(sql)
             .bind_all(binds)
             .scalar_optional(&mut self.conn().await?)

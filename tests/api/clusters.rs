@@ -109,6 +109,20 @@ async fn ng_id(app: &TestApp, cluster: &str, name: &str) -> i64 {
         .expect("nodegroup row")
 }
 
+/// Adds a worker nodegroup to cluster `k8s` as its member, and lets the operations worker
+/// create it.
+async fn add_nodegroup(app: &TestApp, name: &str, node_count: i64) {
+    let r = app
+        .post(
+            "/v1/clusters/k8s/nodegroups",
+            &As::member(),
+            json!({"name": name, "node_count": node_count}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    app.run_operations().await;
+}
+
 fn at(v: &str) -> String {
     format!("container-infra {v}")
 }
@@ -308,15 +322,7 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
 async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
     let app = spawn_app().await;
     let f = app.standard_fixture().await;
-    let r = app
-        .post(
-            "/v1/clusters/k8s/nodegroups",
-            &As::member(),
-            json!({"name": "extra", "node_count": 3}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    app.run_operations().await;
+    add_nodegroup(&app, "extra", 3).await;
     let store = &app.state.store;
     let addr = |a: &[&str]| a.iter().map(|s| json!(s)).collect::<Vec<Value>>();
     for (ng, count, addresses) in [
@@ -363,15 +369,7 @@ async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
 async fn summary_list_counts_equal_the_detail_counts_for_odd_nodegroup_rows() {
     let app = spawn_app().await;
     let f = app.standard_fixture().await;
-    let r = app
-        .post(
-            "/v1/clusters/k8s/nodegroups",
-            &As::member(),
-            json!({"name": "extra", "node_count": 4}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    app.run_operations().await;
+    add_nodegroup(&app, "extra", 4).await;
     let store = &app.state.store;
     let extra = ng_id(&app, &f.k8s, "extra").await;
     let worker = ng_id(&app, &f.k8s, "default-worker").await;
