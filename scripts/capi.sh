@@ -97,13 +97,46 @@ config_dir() {
   esac
 }
 
+# One test timing in the released source, changed the way Cluster API's own controller
+# tests change it (SetConnectionCreationRetryInterval(2 * time.Second) in
+# internal/controllers/{cluster,machine,machinehealthcheck}/suite_test.go): the ClusterCache
+# retries a failed connection to a workload cluster after 2 s instead of 30. Its first try
+# comes as soon as the infrastructure is provisioned, before KCP has written the cluster's
+# kubeconfig Secret, so with 30 s every new cluster waited half a minute for nothing.
+# The managers are built from a copy of the core module with that one line changed, put in
+# place of the module by `go build -modfile` (go refuses -overlay into the module cache).
+PATCHED="$CACHE/src/cluster-api@$CAPI_VERSION"
+RETRY_30='ConnectionCreationRetryInterval: 30 \* time.Second,'
+RETRY_2='ConnectionCreationRetryInterval: 2 * time.Second,'
+patch_source() {
+  local core file=controllers/clustercache/cluster_cache.go
+  if ! stamp_ok "$PATCHED" "$CAPI_VERSION $RETRY_2"; then
+    core="$(module_dir "sigs.k8s.io/cluster-api@$CAPI_VERSION")"
+    rm -rf "$PATCHED" "$PATCHED.tmp"
+    mkdir -p "$CACHE/src"
+    cp -r "$core" "$PATCHED.tmp"
+    chmod -R u+w "$PATCHED.tmp"
+    sed -i "s/$RETRY_30/$RETRY_2/" "$PATCHED.tmp/$file"
+    grep -qF "$RETRY_2" "$PATCHED.tmp/$file" \
+      || die "$core/$file: no '$RETRY_30' to change (a new Cluster API?)"
+    mv "$PATCHED.tmp" "$PATCHED"
+    echo "$CAPI_VERSION $RETRY_2" >"$PATCHED.stamp"
+  fi
+  # -modfile: the wrapper module's go.mod and go.sum, with the copy in place of the module.
+  mkdir -p "$CACHE/modfile"
+  cp "$MOD/go.sum" "$CACHE/modfile/go.sum"
+  { cat "$MOD/go.mod"; echo "replace sigs.k8s.io/cluster-api $CAPI_VERSION => $PATCHED"; } \
+    >"$CACHE/modfile/go.mod"
+}
+
 build_manager() {
   local name="$1" stamp
-  stamp="$CAPI_VERSION $CAPI_TEST_VERSION $(cat "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -c1-16)"
+  stamp="$CAPI_VERSION $CAPI_TEST_VERSION $(cat "$CACHE/modfile/go.mod" "$MOD/go.sum" \
+    "$PATCHED/controllers/clustercache/cluster_cache.go" | sha256sum | cut -c1-16)"
   if [[ -x "$BIN/$name-manager" ]] && stamp_ok "$BIN/$name-manager" "$stamp"; then return; fi
   log "building $name-manager ($(pkg "$name"))"
   # -X: the managers report the version they are (/version-style logs, contract checks).
-  (cd "$MOD" && go build -ldflags "-s -w \
+  (cd "$MOD" && go build -modfile "$CACHE/modfile/go.mod" -ldflags "-s -w \
       -X sigs.k8s.io/cluster-api/version.gitVersion=$CAPI_VERSION \
       -X sigs.k8s.io/cluster-api/version.gitMajor=1 \
       -X sigs.k8s.io/cluster-api/version.gitMinor=13 \
@@ -131,6 +164,7 @@ build() {
   mkdir -p "$BIN"
   exec 8>"$CACHE/build.lock" && flock 8
   local m
+  patch_source
   for m in $MANAGERS; do build_manager "$m"; done
   exec 8>&-
 }
@@ -143,7 +177,7 @@ nx() { ip netns exec "$NS" "$@"; }
 # Pid from DIR/NAME.pid if that process is alive and was started for DIR.
 live_pid() {
   local pid; pid="$(cat "$DIR/$1.pid" 2>/dev/null || true)"
-  if [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -e "$DIR/" -e "$NS"; then
+  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -e "$DIR/" -e "$NS"; then
     echo "$pid"
   fi
 }
@@ -228,14 +262,25 @@ start_bridge() {
   echo $! >"$DIR/$name.pid"
 }
 
+# Flags of one manager beyond the common ones.
+manager_flags() {
+  case "$1" in
+    # KCP waits this long on an etcd member's answer (default 15 s dial + 15 s call). The
+    # in-memory etcd answers in milliseconds; the wait is only ever spent on a member whose
+    # Machine is going away (scale down, rollout) or on CAPD stopped by a fault test.
+    kcp) echo --etcd-dial-timeout-duration=5s --etcd-call-timeout-duration=5s ;;
+  esac
+}
+
 start_manager() {
   local m="$1" wh health diag
   read -r wh health diag <<<"$(ports "$m")"
   # CAPD: POD_IP is where the fake workload API servers listen.
+  # shellcheck disable=SC2046 # manager_flags: words without spaces
   spawn "$m" env KUBECONFIG="$DIR/kubeconfig-netns" POD_IP=127.0.0.1 "$BIN/$m-manager" \
     --leader-elect=false --feature-gates=ClusterTopology=true,MachinePool=false \
     --webhook-port="$wh" --webhook-cert-dir="$DIR/certs" --health-addr="127.0.0.1:$health" \
-    --diagnostics-address="127.0.0.1:$diag" --insecure-diagnostics
+    --diagnostics-address="127.0.0.1:$diag" --insecure-diagnostics $(manager_flags "$m")
   wait_for 180 "$m" nx curl -sf "http://127.0.0.1:$health/readyz" || die "$m manager not ready"
 }
 
@@ -379,14 +424,26 @@ EOF
 }
 
 # Stop one process started for DIR: TERM, bounded wait, then KILL.
-stop_one() {
-  local pid i; pid="$(live_pid "$1")"
-  [[ -n "$pid" ]] || { rm -f "$DIR/$1.pid"; return 0; }
-  kill "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$DIR/$1.pid"
+any_alive() {
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
 }
+
+# stop_some NAME...: SIGTERM to each at once, up to 10 s for all of them to go, then
+# SIGKILL to whatever is left (one by one, the managers' graceful shutdowns after a run of
+# tests added up to a minute).
+stop_some() {
+  local n pid i pids=()
+  for n in "$@"; do
+    pid="$(live_pid "$n")"
+    if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; pids+=("$pid"); fi
+  done
+  for ((i = 0; i < 100; i++)); do any_alive "${pids[@]}" || break; sleep 0.1; done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  for n in "$@"; do rm -f "$DIR/$n.pid"; done
+}
+stop_one() { stop_some "$1"; }
 
 all_processes() {
   local p
@@ -399,8 +456,8 @@ stop() {
   [[ -d "$1" ]] || return 0
   DIR="$(cd "$1" && pwd)"
   NS="$(netns_of "$DIR")"
-  local n
-  for n in $(all_processes); do stop_one "$n"; done
+  # shellcheck disable=SC2046 # process names: words without spaces
+  stop_some $(all_processes)
   ip netns del "$NS" 2>/dev/null || true
   rm -f "$DIR/env"                               # no stale env for tests to read
 }
