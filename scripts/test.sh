@@ -59,8 +59,18 @@ trap cleanup EXIT
 # MAGNUM_RS_TEST_MYSQL_URL directly). Checked here, before anything starts, so a new suite
 # on the database in a binary missing from this list fails the run at once.
 DB_BINARIES=(api e2e hardening serial)
+# tests/serial runs on its own, a thread per test: its two kinds of tests (on the Cluster API
+# controllers; load) take a lock each and run side by side (tests/serial/main.rs). The other
+# test binaries (tests/*.rs, tests/*/main.rs) run before it, with libtest's default threads.
+SERIAL_THREADS=16
+ALL_TESTS=()
+for t in tests/*.rs tests/*/main.rs; do
+  [[ "$t" == */main.rs ]] && t="$(dirname "$t")"
+  t="$(basename "$t" .rs)"
+  [[ "$t" == serial ]] || ALL_TESTS+=(--test "$t")
+done
 DB_TESTS=()
-for b in "${DB_BINARIES[@]}"; do DB_TESTS+=(--test "$b"); done
+for b in "${DB_BINARIES[@]}"; do [[ "$b" == serial ]] || DB_TESTS+=(--test "$b"); done
 check_db_binaries() {
   local target name
   for target in tests/*.rs tests/*/main.rs; do
@@ -156,10 +166,13 @@ step "the Dockerfile's build and runtime steps without a container engine (scrip
 # Tests that need what this script starts are `#[ignore = "needs scripts/test.sh"]`, so a
 # plain `cargo test` passes on a bare machine; here they all run (`--include-ignored`), and a
 # pass that still reports an ignored test fails: nothing real is skipped in silence.
+# cargo_test_all CARGO_ARGS... [-- LIBTEST_ARGS...]
 cargo_test_all() {
-  local log
+  local log args=()
+  while [[ $# -gt 0 && "$1" != -- ]]; do args+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
   log="$(mktemp)"
-  cargo test "$@" -- --include-ignored 2>&1 | tee "$log"
+  cargo test "${args[@]}" -- --include-ignored "$@" 2>&1 | tee "$log"
   if grep -qE '^test result: .* [1-9][0-9]* ignored' "$log"; then
     echo "scripts/test.sh: a test was ignored although --include-ignored was given" >&2
     rm -f "$log"
@@ -169,7 +182,8 @@ cargo_test_all() {
 }
 
 step "cargo test (SQLite)"
-cargo_test_all --all-targets
+cargo_test_all --lib --bins "${ALL_TESTS[@]}"
+cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS"
 
 step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's database"
 # Unit tests and conformance (its own databases, made by Magnum's migrations) ran above.
@@ -177,6 +191,7 @@ step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's dat
 # modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
 # run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
 MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}"
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS"
 
 step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)"
 # Fresh Keystone state: the keystone_auth tests revoke tokens and change token lifetimes.

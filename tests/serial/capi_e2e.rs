@@ -9,9 +9,8 @@
 //! share one set of controllers and some stop parts of it, so they run one at a time.
 
 use crate::common;
-// One test at a time: they share the controllers, and some stop a provider. The lock is
-// the serial binary's, which the other suites of that binary take too.
-use crate::serial;
+// One test at a time: they share the controllers, and some stop a provider.
+use crate::controllers;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,8 +23,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use serde_json::{json, Value};
 
-/// Bounded waits: a new cluster takes the controllers about a minute (the KCP's first
-/// connection to a new workload cluster backs off 30 s); a scale step takes seconds.
+/// Bounded waits: a new cluster takes the controllers about 20 s, a control-plane scale
+/// step or a rollout 10–50 s (the managers of scripts/capi.sh retry a failed connection to
+/// a new workload cluster after 2 s and wait at most 5 s on an etcd member).
 const CREATE_TIMEOUT: Duration = Duration::from_secs(300);
 const STEP_TIMEOUT: Duration = Duration::from_secs(240);
 
@@ -293,6 +293,7 @@ impl Cli {
         check: impl Fn(&Value) -> bool,
     ) -> Value {
         let deadline = Instant::now() + timeout;
+        let t0 = Instant::now();
         loop {
             self.until_api(args, deadline, |code, v| {
                 code != 200
@@ -301,6 +302,8 @@ impl Cli {
             });
             let v = self.json(args);
             if check(&v) {
+                // Shown when a test fails: how long each wait took, in order.
+                eprintln!("{what} after {:.1} s: {args:?}", t0.elapsed().as_secs_f64());
                 return v;
             }
             let status = v["status"].as_str().unwrap_or_default();
@@ -392,7 +395,8 @@ impl Cli {
     /// Deletes a cluster and waits until magnum-rs no longer knows it.
     fn delete_cluster(&self, name: &str) {
         self.ok(&["coe", "cluster", "delete", name]);
-        let deadline = Instant::now() + STEP_TIMEOUT;
+        let t0 = Instant::now();
+        let deadline = t0 + STEP_TIMEOUT;
         loop {
             self.until_api(&["coe", "cluster", "show", name], deadline, |code, v| {
                 code != 200 || v["status"] == "DELETE_FAILED"
@@ -400,6 +404,7 @@ impl Cli {
             let (code, out, err) = self.run(&["coe", "cluster", "show", name, "-f", "json"]);
             if code != 0 {
                 assert!(err.contains("could not be found"), "{out}{err}");
+                eprintln!("{name} gone after {:.1} s", t0.elapsed().as_secs_f64());
                 return;
             }
             let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
@@ -440,7 +445,7 @@ fn workload_nodes(rt: &tokio::runtime::Runtime, kubeconfig: &Path) -> Vec<Value>
 #[test]
 #[ignore = "needs scripts/test.sh"]
 fn seed_story_with_the_real_controllers_from_create_to_delete() {
-    let _serial = serial();
+    let _controllers = controllers();
     let capi = Capi::connect();
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = write_config(&capi, dir.path(), &Options::default());
@@ -656,7 +661,7 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
 #[test]
 #[ignore = "needs scripts/test.sh"]
 fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason() {
-    let _serial = serial();
+    let _controllers = controllers();
     let capi = Capi::connect();
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = write_config(
@@ -715,7 +720,7 @@ fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason()
 #[test]
 #[ignore = "needs scripts/test.sh"]
 fn faults_during_an_in_flight_scale_end_update_complete_with_one_patch() {
-    let _serial = serial();
+    let _controllers = controllers();
     let capi = Capi::connect();
     let dir = tempfile::tempdir().expect("tempdir");
     let url = database_url(dir.path());

@@ -177,7 +177,7 @@ fn in_progress(v: &Value) -> bool {
 
 #[test]
 fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() {
-    let _serial = crate::serial();
+    let _load = crate::load();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let db = rt.block_on(common::fresh_database());
     let mysql = db.url.starts_with("mysql");

@@ -311,7 +311,7 @@ fn get(port: u16, path: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh"]
 async fn an_idle_fleet_costs_no_request_and_one_status_write_costs_one_database_write() {
-    let _serial = crate::serial_async().await;
+    let _load = crate::load_async().await;
     let k = Kube::connect().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = common::fresh_database().await;
