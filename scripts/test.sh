@@ -59,15 +59,16 @@ trap cleanup EXIT
 # MAGNUM_RS_TEST_MYSQL_URL directly). Checked here, before anything starts, so a new suite
 # on the database in a binary missing from this list fails the run at once.
 DB_BINARIES=(api e2e hardening serial)
-# tests/serial runs on its own, a thread per test: its two kinds of tests (on the Cluster API
+# tests/serial runs a thread per test: its two kinds of tests (on the Cluster API
 # controllers; load) take a lock each and run side by side (tests/serial/main.rs). The other
-# test binaries (tests/*.rs, tests/*/main.rs) run before it, with libtest's default threads.
+# test binaries (tests/*.rs, tests/*/main.rs) run before it, with libtest's default threads,
+# except the conformance harness, which runs beside it (see serial_beside).
 SERIAL_THREADS=16
 ALL_TESTS=()
 for t in tests/*.rs tests/*/main.rs; do
   [[ "$t" == */main.rs ]] && t="$(dirname "$t")"
   t="$(basename "$t" .rs)"
-  [[ "$t" == serial ]] || ALL_TESTS+=(--test "$t")
+  [[ "$t" == serial || "$t" == conformance ]] || ALL_TESTS+=(--test "$t")
 done
 DB_TESTS=()
 for b in "${DB_BINARIES[@]}"; do [[ "$b" == serial ]] || DB_TESTS+=(--test "$b"); done
@@ -181,9 +182,27 @@ cargo_test_all() {
   rm -f "$log"
 }
 
+# serial_beside [CARGO_ARGS...]: tests/serial in the background (its output kept and shown
+# when it ends) while `cargo_test_all CARGO_ARGS...` runs; fails when either fails. Beside
+# it only what has no timing bound of its own (the conformance harness compares answers):
+# its load test takes all the CPU it gets for 60-120 s, and its controllers' tests wait on
+# the controllers with one core mostly idle.
+serial_beside() {
+  local log pid rc=0
+  log="$(mktemp)"
+  cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log" 2>&1 &
+  pid=$!
+  if [[ $# -gt 0 ]]; then cargo_test_all "$@" || rc=1; fi
+  wait "$pid" || rc=1
+  echo "--- tests/serial, run beside the above:"
+  cat "$log"
+  rm -f "$log"
+  return "$rc"
+}
+
 step "cargo test (SQLite)"
 cargo_test_all --lib --bins "${ALL_TESTS[@]}"
-cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS"
+serial_beside --test conformance
 
 step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's database"
 # Unit tests and conformance (its own databases, made by Magnum's migrations) ran above.
@@ -191,7 +210,7 @@ step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's dat
 # modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
 # run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
 MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}"
-MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS"
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" serial_beside
 
 step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)"
 # Fresh Keystone state: the keystone_auth tests revoke tokens and change token lifetimes.
