@@ -182,17 +182,17 @@ cargo_test_all() {
   rm -f "$log"
 }
 
-# serial_beside [CARGO_ARGS...]: tests/serial in the background (its output kept and shown
-# when it ends) while `cargo_test_all CARGO_ARGS...` runs; fails when either fails. Beside
-# it only what has no timing bound of its own (the conformance harness compares answers):
-# its load test takes all the CPU it gets for 60-120 s, and its controllers' tests wait on
-# the controllers with one core mostly idle.
+# serial_beside COMMAND...: tests/serial in the background (its output kept and shown when
+# it ends) while COMMAND runs; fails when either fails. Beside it only what has no timing
+# bound of its own (the conformance harness and tempest's API tests compare answers): its
+# load test takes all the CPU it gets for 60-120 s, and its controllers' tests wait on the
+# controllers with one core mostly idle.
 serial_beside() {
   local log pid rc=0
   log="$(mktemp)"
   cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log" 2>&1 &
   pid=$!
-  if [[ $# -gt 0 ]]; then cargo_test_all "$@" || rc=1; fi
+  "$@" || rc=1
   wait "$pid" || rc=1
   echo "--- tests/serial, run beside the above:"
   cat "$log"
@@ -202,7 +202,7 @@ serial_beside() {
 
 step "cargo test (SQLite)"
 cargo_test_all --lib --bins "${ALL_TESTS[@]}"
-serial_beside --test conformance
+serial_beside cargo_test_all --test conformance
 
 step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's database"
 # Unit tests and conformance (its own databases, made by Magnum's migrations) ran above.
@@ -210,13 +210,17 @@ step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's dat
 # modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
 # run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
 MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}"
-MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" serial_beside
 
-step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone)"
-# Fresh Keystone state: the keystone_auth tests revoke tokens and change token lifetimes.
-"$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
-  "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1" >/dev/null
-"$HERE/tempest.sh" "$KEYSTONE_DIR"
+# magnum-tempest-plugin's API tests against magnum-rs (its own SQLite database) with
+# `--auth keystone`, on a fresh Keystone state: the keystone_auth tests above revoke tokens
+# and change token lifetimes.
+tempest() {
+  step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone), beside tests/serial on MariaDB"
+  "$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
+    "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1" >/dev/null || return 1
+  "$HERE/tempest.sh" "$KEYSTONE_DIR"
+}
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" serial_beside tempest
 
 step "Horizon end to end (headless Chromium)"
 "$HERE/horizon-test.sh"
