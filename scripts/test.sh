@@ -64,24 +64,26 @@ DB_BINARIES=(api e2e hardening serial)
 # test binaries (tests/*.rs, tests/*/main.rs) run before it, with libtest's default threads,
 # except the conformance harness, which runs beside it (see serial_beside).
 SERIAL_THREADS=16
+# The name of the test binary of TARGET (tests/NAME.rs or tests/NAME/main.rs).
+binary_name() {
+  if [[ "$1" == */main.rs ]]; then basename "$(dirname "$1")"; else basename "$1" .rs; fi
+}
 ALL_TESTS=()
-for t in tests/*.rs tests/*/main.rs; do
-  [[ "$t" == */main.rs ]] && t="$(dirname "$t")"
-  t="$(basename "$t" .rs)"
-  [[ "$t" == serial || "$t" == conformance ]] || ALL_TESTS+=(--test "$t")
+for target in tests/*.rs tests/*/main.rs; do
+  name="$(binary_name "$target")"
+  [[ "$name" == serial || "$name" == conformance ]] || ALL_TESTS+=(--test "$name")
 done
 DB_TESTS=()
 for b in "${DB_BINARIES[@]}"; do [[ "$b" == serial ]] || DB_TESTS+=(--test "$b"); done
 check_db_binaries() {
   local target name
   for target in tests/*.rs tests/*/main.rs; do
+    name="$(binary_name "$target")"
     if [[ "$target" == */main.rs ]]; then
-      name="$(basename "$(dirname "$target")")"
       # a binary in a folder: every .rs file below it is one of its modules
       grep -rqE --include='*.rs' 'MAGNUM_RS_TEST_MYSQL_URL|fresh_database|spawn_app' \
         "$(dirname "$target")" || continue
     else
-      name="$(basename "$target" .rs)"
       grep -qE 'MAGNUM_RS_TEST_MYSQL_URL|fresh_database|spawn_app' "$target" || continue
     fi
     if [[ " ${DB_BINARIES[*]} " != *" $name "* ]]; then
