@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::federations::{Federation, FederationChange, FederationUpdate, NewFederation};
-use crate::store::{ClusterBy, Table};
+use crate::store::{ClusterBy, Marker, Table};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -187,7 +187,7 @@ async fn collection(
         ),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, Table::Federation)?;
+    let page = args.page(limit, dir, marker_id.map(Marker::Id), Table::Federation)?;
     let items = state.store.list_federations(&tenancy(ctx), &page).await?;
     let base = base_url(headers);
     let view = if expand { render } else { render_short };

@@ -3,7 +3,7 @@
 use axum::http::HeaderMap;
 
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Page, SortDir, SortKey, Table};
+use crate::store::{Marker, Page, SortDir, SortKey, Table};
 
 /// The parsed query of one request.
 #[derive(Debug, Default)]
@@ -107,12 +107,12 @@ impl PageArgs {
         Ok((limit, dir))
     }
 
-    /// The page, once the marker row's id is known and the sort key is checked.
+    /// The page, once its marker is known and the sort key is checked.
     pub fn page(
         &self,
         limit: i64,
         dir: SortDir,
-        marker_id: Option<i64>,
+        marker: Option<Marker>,
         table: Table,
     ) -> ApiResult<Page> {
         let sort_key = SortKey::parse(table, &self.sort_key).ok_or_else(|| {
@@ -125,7 +125,7 @@ impl PageArgs {
             limit,
             sort_key,
             sort_dir: dir,
-            marker_id,
+            marker,
         })
     }
 }

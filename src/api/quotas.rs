@@ -16,7 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
 use crate::state::AppState;
 use crate::store::quotas::{Quota, QuotaWriteError};
-use crate::store::Table;
+use crate::store::{Marker, Table};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -123,7 +123,7 @@ async fn list_quotas(
         },
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, Table::Quota)?;
+    let page = args.page(limit, dir, marker_id.map(Marker::Id), Table::Quota)?;
     let items = state.store.list_quotas(project.as_deref(), &page).await?;
     let mut body = json!({"quotas": items.iter().map(render).collect::<Vec<_>>()});
     if items.len() as i64 == limit {

@@ -4,25 +4,27 @@ use super::changes::{cluster_columns, ClusterSet};
 use super::keys::ClusterBy;
 use super::nodegroups::insert_nodegroup_on;
 use super::operations::{insert_operation, NewOperation};
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use super::page::tenancy_filter;
 use super::schema::{
     from_row_by_position, json_map, select_from, ClusterCol, ClusterRow, Column as _,
 };
 use super::sort_key::Table;
 use super::{insert_row, now, stmt, update_columns, Bind, Dialect, Page, Store};
-use crate::model::{Cluster, ClusterCounts, ClusterSummary, NodeGroup, Tenancy};
+use crate::model::{Cluster, ClusterSummary, NodeGroup, Tenancy};
 
 /// Declares what the summary list reads of a cluster: the columns (by position, in this
-/// order) and then the two computed counts.
+/// order), then the two counts [`summary_select`] computes.
 macro_rules! summary_row {
     ($($field:ident: $ty:ty => $variant:ident,)*) => {
         struct SummaryRow {
             $($field: $ty,)*
+            master_count: i64,
+            node_count: i64,
         }
 
-        from_row_by_position!(SummaryRow { $($field: $ty,)* });
+        from_row_by_position!(SummaryRow { $($field: $ty,)* master_count: i64, node_count: i64, });
 
         const SUMMARY_COLUMNS: &[ClusterCol] = &[$(ClusterCol::$variant,)*];
     };
@@ -43,43 +45,71 @@ summary_row! {
     health_status: Option<String> => HealthStatus,
 }
 
-impl SummaryRow {
-    /// The summary, with the counts of its nodegroups (none: 0 and 0).
-    fn with_counts(self, counts: &HashMap<String, ClusterCounts>) -> ClusterSummary {
-        let uuid = self.uuid.unwrap_or_default();
-        let (master_count, node_count) = counts
-            .get(&uuid)
-            .map_or((0, 0), |c| (c.master_count, c.node_count));
+impl From<SummaryRow> for ClusterSummary {
+    fn from(r: SummaryRow) -> Self {
         ClusterSummary {
-            uuid,
-            name: self.name,
-            cluster_template_id: self.cluster_template_id,
-            keypair: self.keypair,
-            docker_volume_size: self.docker_volume_size,
-            labels: json_map(self.labels.as_deref()),
-            master_flavor_id: self.master_flavor_id,
-            flavor_id: self.flavor_id,
-            create_timeout: self.create_timeout,
-            stack_id: self.stack_id,
-            status: self.status,
-            health_status: self.health_status,
-            master_count,
-            node_count,
+            uuid: r.uuid.unwrap_or_default(),
+            name: r.name,
+            cluster_template_id: r.cluster_template_id,
+            keypair: r.keypair,
+            docker_volume_size: r.docker_volume_size,
+            labels: json_map(r.labels.as_deref()),
+            master_flavor_id: r.master_flavor_id,
+            flavor_id: r.flavor_id,
+            create_timeout: r.create_timeout,
+            stack_id: r.stack_id,
+            status: r.status,
+            health_status: r.health_status,
+            master_count: r.master_count,
+            node_count: r.node_count,
         }
     }
 }
 
-/// `SELECT <summary columns> FROM cluster t`, built once.
-fn summary_select() -> &'static str {
-    static S: LazyLock<String> = LazyLock::new(|| {
+/// `SELECT <summary columns>, <master count>, <node count> FROM cluster t`, built once per
+/// dialect. The counts are the sums of [`ClusterCounts::from_nodegroups`], per row, by the
+/// database: a master is a nodegroup whose role is exactly `master` (byte for byte, as
+/// Python's `==`: MariaDB's `=` would ignore case and trailing spaces), a NULL role is a
+/// worker, a NULL `node_count` counts 1, no nodegroups count 0. Each sum is an index lookup
+/// on `uniq_nodegroup0cluster_id0name`, in the page's own statement: no second round trip,
+/// no nodegroup rows handed to the process.
+///
+/// [`ClusterCounts::from_nodegroups`]: crate::model::ClusterCounts::from_nodegroups
+fn summary_select(dialect: Dialect) -> &'static str {
+    fn build(dialect: Dialect) -> String {
         let cols = SUMMARY_COLUMNS
             .iter()
             .map(|c| format!("t.{}", c.name()))
             .collect::<Vec<_>>()
             .join(", ");
-        format!("SELECT {cols} FROM cluster t")
-    });
-    &S
+        // SQLite's TOTAL never fails on overflow (SUM does); MariaDB's SUM is a DECIMAL.
+        let (sum, is_master, is_worker) = match dialect {
+            Dialect::Sqlite => (
+                "CAST(TOTAL(COALESCE(n.node_count, 1)) AS INTEGER)",
+                "n.role = 'master'",
+                "n.role IS NOT 'master'",
+            ),
+            Dialect::Mysql => (
+                "CAST(COALESCE(SUM(COALESCE(n.node_count, 1)), 0) AS SIGNED)",
+                "BINARY n.role = 'master'",
+                "NOT (BINARY n.role <=> 'master')",
+            ),
+        };
+        let count = |role: &str| {
+            format!("(SELECT {sum} FROM nodegroup n WHERE n.cluster_id = t.uuid AND {role})")
+        };
+        format!(
+            "SELECT {cols}, {}, {} FROM cluster t",
+            count(is_master),
+            count(is_worker)
+        )
+    }
+    static SQLITE: LazyLock<String> = LazyLock::new(|| build(Dialect::Sqlite));
+    static MYSQL: LazyLock<String> = LazyLock::new(|| build(Dialect::Mysql));
+    match dialect {
+        Dialect::Sqlite => &SQLITE,
+        Dialect::Mysql => &MYSQL,
+    }
 }
 
 /// `{select} WHERE t.<by> = ?`, within the tenancy, the first `limit` rows by `id`: the
@@ -87,24 +117,9 @@ fn summary_select() -> &'static str {
 fn lookup(select: &str, by: ClusterBy<'_>, tenancy: &Tenancy, limit: u8) -> (String, Vec<Bind>) {
     let mut binds = vec![by.bind()];
     let mut sql = format!("{select} WHERE t.{} = ?", by.column().name());
-    sql.push_str(tenancy_filter(tenancy, &mut binds));
+    sql.push_str(&tenancy_filter("t", tenancy, &mut binds));
     sql.push_str(&format!(" ORDER BY t.id LIMIT {limit}"));
     (sql, binds)
-}
-
-/// `_add_tenant_filters` for alias `t`.
-pub(crate) fn tenancy_filter(tenancy: &Tenancy, binds: &mut Vec<Bind>) -> &'static str {
-    match tenancy {
-        Tenancy::All => "",
-        Tenancy::Project(p) => {
-            binds.push(Bind::text(p));
-            " AND t.project_id = ?"
-        }
-        Tenancy::User(u) => {
-            binds.push(Bind::text(u));
-            " AND t.user_id = ?"
-        }
-    }
 }
 
 /// The columns an insert writes (every column but `id` and `updated_at`), named.
@@ -176,7 +191,7 @@ impl Store {
     ) -> Result<Vec<Cluster>, sqlx::Error> {
         let mut binds = Vec::new();
         let mut sql = format!("{} WHERE 1 = 1", select_from::<ClusterCol>());
-        sql.push_str(tenancy_filter(tenancy, &mut binds));
+        sql.push_str(&tenancy_filter("t", tenancy, &mut binds));
         page.apply(Table::Cluster, &mut sql, &mut binds);
         let rows: Vec<ClusterRow> = stmt(sql)
             .bind_all(binds)
@@ -185,68 +200,21 @@ impl Store {
         Ok(rows.into_iter().map(Cluster::from).collect())
     }
 
-    /// A page of the summary list: the columns it shows, and the counts computed from the
-    /// clusters' nodegroups (two statements).
+    /// A page of the summary list: the columns it shows and the counts, in one statement.
     pub async fn list_cluster_summaries(
         &self,
         tenancy: &Tenancy,
         page: &Page,
     ) -> Result<Vec<ClusterSummary>, sqlx::Error> {
         let mut binds = Vec::new();
-        let mut sql = format!("{} WHERE 1 = 1", summary_select());
-        sql.push_str(tenancy_filter(tenancy, &mut binds));
+        let mut sql = format!("{} WHERE 1 = 1", summary_select(self.dialect()));
+        sql.push_str(&tenancy_filter("t", tenancy, &mut binds));
         page.apply(Table::Cluster, &mut sql, &mut binds);
         let rows: Vec<SummaryRow> = stmt(sql)
             .bind_all(binds)
             .fetch_all(&mut self.conn().await?)
             .await?;
-        let uuids: Vec<String> = rows.iter().filter_map(|r| r.uuid.clone()).collect();
-        let counts = match self.dialect() {
-            // SQLite sums in the process anyway: its GROUP BY is cheaper than decoding the
-            // rows one by one.
-            Dialect::Sqlite => self.summed_counts(&uuids).await?,
-            // MariaDB's GROUP BY builds a temporary table per request, which costs it more
-            // than handing the rows over; they are summed here.
-            Dialect::Mysql => self.counts_of_clusters(&uuids, false).await?,
-        };
-        Ok(rows.into_iter().map(|r| r.with_counts(&counts)).collect())
-    }
-
-    /// [`ClusterCounts`] without addresses, summed by SQLite per cluster: the same sums as
-    /// [`ClusterCounts::from_nodegroups`] (a master is a nodegroup whose role is exactly
-    /// `master`, as SQLite's `=` compares; a NULL `node_count` counts 1). `TOTAL` never fails
-    /// on overflow.
-    async fn summed_counts(
-        &self,
-        cluster_uuids: &[String],
-    ) -> Result<HashMap<String, ClusterCounts>, sqlx::Error> {
-        if cluster_uuids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let sql = format!(
-            "SELECT n.cluster_id, \
-             CAST(TOTAL(CASE WHEN n.role = 'master' THEN COALESCE(n.node_count, 1) END) \
-             AS INTEGER), \
-             CAST(TOTAL(CASE WHEN n.role = 'master' THEN NULL ELSE COALESCE(n.node_count, 1) END) \
-             AS INTEGER) \
-             FROM nodegroup n WHERE n.cluster_id IN ({}) GROUP BY n.cluster_id",
-            vec!["?"; cluster_uuids.len()].join(", ")
-        );
-        let rows: Vec<(Option<String>, i64, i64)> = stmt(sql)
-            .bind_all(cluster_uuids.iter().map(Bind::text))
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(uuid, master_count, node_count)| {
-                let counts = ClusterCounts {
-                    master_count,
-                    node_count,
-                    ..ClusterCounts::default()
-                };
-                (uuid.unwrap_or_default(), counts)
-            })
-            .collect())
+        Ok(rows.into_iter().map(ClusterSummary::from).collect())
     }
 
     /// Clusters that `by` matches within `tenancy` (at most two: enough to tell "one"

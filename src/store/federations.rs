@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::clusters::tenancy_filter;
+use super::page::tenancy_filter;
 use super::schema::{isoformat, json_list, json_map, select_from, FederationCol, FederationRow};
 use super::sort_key::Table;
 use super::{now, stmt, Bind, Page, Store};
@@ -86,7 +86,11 @@ impl Store {
     ) -> Result<Vec<Federation>, sqlx::Error> {
         let mut sql = format!("{} WHERE 1 = 1", select_from::<FederationCol>());
         let mut binds = Vec::new();
-        sql.push_str(tenancy_filter(&federation_tenancy(tenancy), &mut binds));
+        sql.push_str(&tenancy_filter(
+            "t",
+            &federation_tenancy(tenancy),
+            &mut binds,
+        ));
         page.apply(Table::Federation, &mut sql, &mut binds);
         let rows: Vec<FederationRow> = stmt(sql)
             .bind_all(binds)
@@ -104,7 +108,11 @@ impl Store {
     ) -> Result<Vec<Federation>, sqlx::Error> {
         let mut sql = format!("{} WHERE 1 = 1", select_from::<FederationCol>());
         let mut binds = Vec::new();
-        sql.push_str(tenancy_filter(&federation_tenancy(tenancy), &mut binds));
+        sql.push_str(&tenancy_filter(
+            "t",
+            &federation_tenancy(tenancy),
+            &mut binds,
+        ));
         sql.push_str(if by_name {
             " AND t.name = ?"
         } else {

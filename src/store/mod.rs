@@ -32,7 +32,7 @@ use sqlx::{MySql, Sqlite};
 
 pub use changes::{ClusterSet, NodeGroupSet};
 pub use keys::{ClusterBy, NodeGroupBy, TemplateBy};
-pub use page::{Page, SortDir};
+pub use page::{Marker, Page, SortDir};
 pub use pool::Pool;
 pub use schema::{iso8601, isoformat, stored};
 pub use sort_key::{SortKey, Table};

@@ -105,27 +105,20 @@ impl Store {
 
     /// The computed counts of each of the given clusters (by uuid; clusters without
     /// nodegroups are absent), as [`ClusterCounts::from_nodegroups`] computes them from the
-    /// full rows, but reading only the columns they need: `role` and `node_count`, plus
-    /// `node_addresses` when `addresses` is set (the summary list does not show them).
+    /// full rows, but reading only the columns they need: `role`, `node_count` and
+    /// `node_addresses` (listed in nodegroup order). The summary list's counts are summed by
+    /// its own statement instead.
     pub async fn counts_of_clusters(
         &self,
         cluster_uuids: &[String],
-        addresses: bool,
     ) -> Result<HashMap<String, ClusterCounts>, sqlx::Error> {
         let mut counts: HashMap<String, ClusterCounts> = HashMap::new();
         if cluster_uuids.is_empty() {
             return Ok(counts);
         }
-        // Addresses are listed in nodegroup order; sums need no order (on MariaDB the
-        // ORDER BY is a filesort of every row read).
-        let (column, order) = if addresses {
-            ("t.node_addresses", " ORDER BY t.id")
-        } else {
-            ("NULL AS node_addresses", "")
-        };
         let sql = format!(
-            "SELECT t.cluster_id, t.role, t.node_count, {column} \
-             FROM nodegroup t WHERE t.cluster_id IN ({}){order}",
+            "SELECT t.cluster_id, t.role, t.node_count, t.node_addresses \
+             FROM nodegroup t WHERE t.cluster_id IN ({}) ORDER BY t.id",
             vec!["?"; cluster_uuids.len()].join(", ")
         );
         let rows: Vec<CountsRow> = stmt(sql)

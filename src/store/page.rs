@@ -3,6 +3,7 @@
 
 use super::sort_key::{SortKey, Table};
 use super::Bind;
+use crate::model::Tenancy;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortDir {
@@ -26,8 +27,49 @@ pub struct Page {
     /// A column of the table.
     pub sort_key: SortKey,
     pub sort_dir: SortDir,
-    /// The `id` of the marker row.
-    pub marker_id: Option<i64>,
+    /// The row the page resumes after.
+    pub marker: Option<Marker>,
+}
+
+/// The row a page resumes after (`marker`).
+#[derive(Clone, Debug)]
+pub enum Marker {
+    /// Its `id`, looked up beforehand.
+    Id(i64),
+    /// Its `uuid`, visible within `tenancy` (`project_id`/`user_id` of the table): looked up
+    /// by the page's own statement, one round trip instead of two. A uuid that names no
+    /// such row matches nothing, so the page comes back empty; only then need the caller
+    /// tell "after the last row" from "no such marker".
+    Uuid { uuid: String, tenancy: Tenancy },
+}
+
+impl Marker {
+    /// The marker row's `id` as an SQL expression, its binds pushed.
+    fn id_expr(&self, table: &str, binds: &mut Vec<Bind>) -> String {
+        match self {
+            Marker::Id(id) => {
+                binds.push(Bind::Int(Some(*id)));
+                "?".to_string()
+            }
+            Marker::Uuid { uuid, tenancy } => {
+                binds.push(Bind::text(uuid));
+                let filter = tenancy_filter("m", tenancy, binds);
+                format!("(SELECT MIN(m.id) FROM {table} m WHERE m.uuid = ?{filter})")
+            }
+        }
+    }
+}
+
+/// `_add_tenant_filters` for alias `alias`: ` AND <alias>.project_id = ?` (or `user_id`),
+/// nothing for all tenants.
+pub(crate) fn tenancy_filter(alias: &str, tenancy: &Tenancy, binds: &mut Vec<Bind>) -> String {
+    let (column, value) = match tenancy {
+        Tenancy::All => return String::new(),
+        Tenancy::Project(p) => ("project_id", p),
+        Tenancy::User(u) => ("user_id", u),
+    };
+    binds.push(Bind::text(value));
+    format!(" AND {alias}.{column} = ?")
 }
 
 impl Page {
@@ -42,32 +84,46 @@ impl Page {
         };
         let sk = key.column();
         let table = table.name();
-        if let Some(mid) = self.marker_id {
-            let m = format!("(SELECT m.{sk} FROM {table} m WHERE m.id = ?)");
+        if let Some(marker) = &self.marker {
             if key.is_id() {
                 let op = if self.sort_dir == SortDir::Asc {
                     ">"
                 } else {
                     "<"
                 };
-                sql.push_str(&format!(" AND t.id {op} ?"));
-                binds.push(Bind::Int(Some(mid)));
-            } else if self.sort_dir == SortDir::Asc {
-                sql.push_str(&format!(
-                    " AND ((t.{sk} > {m}) OR (t.{sk} = {m} AND t.id > ?) \
-                     OR ({m} IS NULL AND (t.{sk} IS NOT NULL OR t.id > ?)))"
-                ));
-                for b in [mid, mid, mid, mid, mid] {
-                    binds.push(Bind::Int(Some(b)));
-                }
+                let mid = marker.id_expr(table, binds);
+                sql.push_str(&format!(" AND t.id {op} {mid}"));
             } else {
-                sql.push_str(&format!(
-                    " AND ((t.{sk} < {m}) OR (t.{sk} = {m} AND t.id < ?) \
-                     OR ({m} IS NOT NULL AND t.{sk} IS NULL) \
-                     OR ({m} IS NULL AND t.{sk} IS NULL AND t.id < ?))"
-                ));
-                for b in [mid, mid, mid, mid, mid, mid] {
-                    binds.push(Bind::Int(Some(b)));
+                // A uuid that names no row must match nothing here too: without the marker
+                // row, the NULL-key branches below would match every row.
+                if let Marker::Uuid { .. } = marker {
+                    let mid = marker.id_expr(table, binds);
+                    sql.push_str(&format!(" AND {mid} IS NOT NULL"));
+                }
+                // The marker's key, then its id, each as often as the condition names them.
+                let m = |binds: &mut Vec<Bind>| {
+                    let mid = marker.id_expr(table, binds);
+                    format!("(SELECT m2.{sk} FROM {table} m2 WHERE m2.id = {mid})")
+                };
+                if self.sort_dir == SortDir::Asc {
+                    let (a, b) = (m(binds), m(binds));
+                    let c = marker.id_expr(table, binds);
+                    let d = m(binds);
+                    let e = marker.id_expr(table, binds);
+                    sql.push_str(&format!(
+                        " AND ((t.{sk} > {a}) OR (t.{sk} = {b} AND t.id > {c}) \
+                         OR ({d} IS NULL AND (t.{sk} IS NOT NULL OR t.id > {e})))"
+                    ));
+                } else {
+                    let (a, b) = (m(binds), m(binds));
+                    let c = marker.id_expr(table, binds);
+                    let (d, e) = (m(binds), m(binds));
+                    let f = marker.id_expr(table, binds);
+                    sql.push_str(&format!(
+                        " AND ((t.{sk} < {a}) OR (t.{sk} = {b} AND t.id < {c}) \
+                         OR ({d} IS NOT NULL AND t.{sk} IS NULL) \
+                         OR ({e} IS NULL AND t.{sk} IS NULL AND t.id < {f}))"
+                    ));
                 }
             }
         }

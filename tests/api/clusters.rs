@@ -1695,6 +1695,82 @@ async fn marker_must_be_a_uuid_and_visible() {
     );
 }
 
+/// The page's statement finds the marker itself; an unknown or foreign marker is still a
+/// 404 under every sort key and on both lists, and Magnum looks the marker up before it
+/// checks the sort key.
+#[tokio::test]
+async fn an_invisible_marker_is_404_under_any_sort_and_before_a_bad_sort_key() {
+    let app = spawn_app().await;
+    let f = app.standard_fixture().await;
+    let unknown = "a1a1a1a1-0000-4000-8000-0000000000ff".to_string();
+    for marker in [&unknown, &f.foreign] {
+        for list in ["/v1/clusters", "/v1/clusters/detail"] {
+            for query in [
+                "sort_key=name",
+                "sort_key=name&sort_dir=desc",
+                "sort_key=id&sort_dir=desc",
+                "sort_key=nonesuch",
+            ] {
+                let path = format!("{list}?{query}&marker={marker}");
+                let r = app.get(&path, &As::member()).await;
+                assert_envelope(
+                    &r,
+                    StatusCode::NOT_FOUND,
+                    &format!("Cluster {marker} could not be found."),
+                );
+            }
+        }
+    }
+    // A visible marker with a bad sort key: the sort key's 400.
+    let r = app
+        .get(
+            &format!("/v1/clusters?sort_key=nonesuch&marker={}", f.k8s),
+            &As::member(),
+        )
+        .await;
+    assert_envelope(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "The sort_key value \"nonesuch\" is an invalid field for sorting",
+    );
+}
+
+/// Magnum's `role == 'master'` is Python's: a role that differs in case or by a trailing
+/// space is a worker, in the summary list (summed by the database, where MariaDB's `=`
+/// would ignore both) as in the detail.
+#[tokio::test]
+async fn summary_list_counts_only_the_exact_master_role_as_masters() {
+    let app = spawn_app().await;
+    let f = app.standard_fixture().await;
+    add_nodegroup(&app, "upper", 4).await;
+    add_nodegroup(&app, "padded", 6).await;
+    let mut side = app.state.store.side_connection().await.expect("connection");
+    for (name, role) in [("upper", "Master"), ("padded", "master ")] {
+        let id = ng_id(&app, &f.k8s, name).await;
+        sqlx::query("UPDATE nodegroup SET role = ? WHERE id = ?")
+            .bind(role)
+            .bind(id)
+            .execute(&mut side)
+            .await
+            .expect("role");
+    }
+    let list = app.get("/v1/clusters", &As::member()).await;
+    let detail = app.get("/v1/clusters/detail", &As::member()).await;
+    for body in [&list.body, &detail.body] {
+        let k8s = body["clusters"]
+            .as_array()
+            .expect("clusters")
+            .iter()
+            .find(|c| c["uuid"] == f.k8s.as_str())
+            .expect("listed");
+        assert_eq!(
+            (&k8s["master_count"], &k8s["node_count"]),
+            (&json!(1), &json!(2 + 4 + 6)),
+            "{body}"
+        );
+    }
+}
+
 // --- nothing changes on refusal -----------------------------------------------------------
 
 async fn snapshot(app: &TestApp) -> String {
@@ -1703,7 +1779,7 @@ async fn snapshot(app: &TestApp) -> String {
         limit: 1000,
         sort_key: SortKey::id(Table::Cluster),
         sort_dir: SortDir::Asc,
-        marker_id: None,
+        marker: None,
     };
     let clusters = store
         .list_clusters(&Tenancy::All, &page)

@@ -22,7 +22,7 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
 use crate::state::AppState;
-use crate::store::Table;
+use crate::store::{Marker, Table};
 
 pub use create::ClusterTemplateCreate;
 pub use validate::enforce_volume_storage_size;
@@ -125,7 +125,12 @@ async fn collection(
         Some(m) => Some(lookup::template(state, &scope, m).await?.id),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, Table::ClusterTemplate)?;
+    let page = args.page(
+        limit,
+        dir,
+        marker_id.map(Marker::Id),
+        Table::ClusterTemplate,
+    )?;
     let items = state.store.list_templates(&scope, &page).await?;
     let base = base_url(headers);
     let mut body = json!({

@@ -22,7 +22,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
-use crate::store::{ClusterSet, Table};
+use crate::store::{ClusterSet, Marker, Table};
 
 pub use create::ClusterCreate;
 pub use update::validate_cluster_properties;
@@ -114,17 +114,19 @@ async fn collection(
     let all_tenants = admin_all_tenants(state, ctx, rule)?;
     let tenancy = Tenancy::of(ctx, all_tenants);
     let (limit, dir) = args.limit_and_dir(state.config.api.max_limit)?;
-    let marker_id = match &args.marker {
-        Some(m) => Some(
-            state
-                .store
-                .cluster_marker_id(&tenancy, m)
-                .await?
-                .ok_or_else(|| ApiError::ClusterNotFound(m.clone()))?,
-        ),
-        None => None,
+    // The marker is looked up by the page's own statement; Magnum looks it up first, so a
+    // page that cannot be built (a bad sort key) or comes back empty asks whether it exists.
+    let marker = args.marker.as_ref().map(|uuid| Marker::Uuid {
+        uuid: uuid.clone(),
+        tenancy: tenancy.clone(),
+    });
+    let page = match args.page(limit, dir, marker, Table::Cluster) {
+        Ok(page) => page,
+        Err(e) => {
+            marker_must_exist(state, &tenancy, args).await?;
+            return Err(e);
+        }
     };
-    let page = args.page(limit, dir, marker_id, Table::Cluster)?;
     let base = base_url(headers);
     let next = |len: usize, last: Option<&str>| match last {
         Some(last) if len as i64 == limit => {
@@ -139,6 +141,9 @@ async fn collection(
     };
     if expand {
         let clusters = state.store.list_clusters(&tenancy, &page).await?;
+        if clusters.is_empty() {
+            marker_must_exist(state, &tenancy, args).await?;
+        }
         let items = render_details(state, &clusters, version, &base).await?;
         let next = next(clusters.len(), clusters.last().map(|c| c.uuid.as_str()));
         Ok(Json(ClusterPage {
@@ -148,6 +153,9 @@ async fn collection(
         .into_response())
     } else {
         let clusters = state.store.list_cluster_summaries(&tenancy, &page).await?;
+        if clusters.is_empty() {
+            marker_must_exist(state, &tenancy, args).await?;
+        }
         let next = next(clusters.len(), clusters.last().map(|c| c.uuid.as_str()));
         let items = summaries(&clusters, version, &base);
         let hint = SUMMARY_BYTES_HINT * items.len();
@@ -158,6 +166,18 @@ async fn collection(
             },
             hint,
         ))
+    }
+}
+
+/// The list's `marker`, if any, names a cluster visible within `tenancy` (or 404, as
+/// Magnum's `Cluster.get_by_uuid` of the marker).
+async fn marker_must_exist(state: &AppState, tenancy: &Tenancy, args: &PageArgs) -> ApiResult<()> {
+    let Some(m) = &args.marker else {
+        return Ok(());
+    };
+    match state.store.cluster_marker_id(tenancy, m).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::ClusterNotFound(m.clone())),
     }
 }
 

@@ -266,7 +266,7 @@ pub(super) async fn render_details(
     base: &str,
 ) -> ApiResult<Vec<Value>> {
     let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.clone()).collect();
-    let counts = state.store.counts_of_clusters(&uuids, true).await?;
+    let counts = state.store.counts_of_clusters(&uuids).await?;
     let mut parents: HashMap<String, Map<String, Value>> = HashMap::new();
     for c in clusters {
         if let Some(t) = &c.cluster_template_id {

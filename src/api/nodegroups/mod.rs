@@ -29,7 +29,7 @@ use crate::model::{status, Cluster, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::{ClusterSet, NodeGroupSet, Table};
+use crate::store::{ClusterSet, Marker, NodeGroupSet, Table};
 
 pub use create::NodeGroupCreate;
 
@@ -112,7 +112,7 @@ async fn list_nodegroups(
         Some(m) => Some(lookup::nodegroup(&state, &ctx, &cluster.uuid, m).await?.id),
         None => None,
     };
-    let page = args.page(limit, dir, marker_id, Table::NodeGroup)?;
+    let page = args.page(limit, dir, marker_id.map(Marker::Id), Table::NodeGroup)?;
     let ngs = state
         .store
         .list_nodegroups(&cluster.uuid, &filter, &page)
