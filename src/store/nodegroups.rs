@@ -106,8 +106,8 @@ impl Store {
     /// The computed counts of each of the given clusters (by uuid; clusters without
     /// nodegroups are absent), as [`ClusterCounts::from_nodegroups`] computes them from the
     /// full rows, but reading only the columns they need: `role`, `node_count` and
-    /// `node_addresses` (listed in nodegroup order). The summary list's counts are summed by
-    /// its own statement instead.
+    /// `node_addresses` (listed in nodegroup order). The summary list, which shows no
+    /// addresses, has the database sum the counts instead.
     pub async fn counts_of_clusters(
         &self,
         cluster_uuids: &[String],
