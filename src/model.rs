@@ -72,6 +72,12 @@ pub mod status {
     pub fn allows_upgrade(status: &str) -> bool {
         COMPLETE.contains(&status)
     }
+
+    /// Work on a row that is being deleted is refused (its delete would undo it, or it
+    /// would overwrite the delete's status): every action but the delete itself.
+    pub fn not_deleting(status: &str) -> bool {
+        status != DELETE_IN_PROGRESS
+    }
 }
 
 /// The role Magnum treats specially; any other role string counts as a worker.

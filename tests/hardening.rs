@@ -15,7 +15,7 @@ use axum::http::{Method, Request, StatusCode};
 use common::{assert_envelope, As, Reply, LATEST};
 use http_body_util::BodyExt as _;
 use magnum_rs::config::Config;
-use magnum_rs::model::status;
+use magnum_rs::model::{status, Tenancy};
 use magnum_rs::store::operations::{AcceptResize, NewOperation, OpPayload, ResizeRefused};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
@@ -217,14 +217,14 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
         .await
         .expect("nodegroups");
     let worker = ngs.iter().find(|n| !n.is_master()).expect("worker").clone();
-    let resize = |nodegroup_id| AcceptResize {
-        cluster_id: cluster.id,
-        nodegroup_id,
-        seen: worker.node_count,
+    let resize = |nodegroup_uuid: &str| AcceptResize {
+        cluster_uuid: cluster.uuid.clone(),
+        tenancy: Tenancy::All,
+        nodegroup_uuid: nodegroup_uuid.to_string(),
         new_count: 5,
         op: NewOperation {
             cluster_uuid: cluster.uuid.clone(),
-            nodegroup_id: Some(nodegroup_id),
+            nodegroup_uuid: Some(nodegroup_uuid.to_string()),
             old_count: None,
             new_count: Some(5),
             payload: OpPayload::resize(),
@@ -240,14 +240,17 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
 
     store
         .update_cluster(
-            cluster.id,
+            &cluster.uuid,
             &[magnum_rs::store::ClusterSet::Status(
                 status::DELETE_IN_PROGRESS.into(),
             )],
         )
         .await
         .expect("status");
-    let refused = store.accept_resize(resize(worker.id)).await.expect("store");
+    let refused = store
+        .accept_resize(resize(&worker.uuid))
+        .await
+        .expect("store");
     assert_eq!(
         refused,
         Err(ResizeRefused::ClusterStatus(
@@ -266,7 +269,10 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
     assert_eq!(after.status, worker.status);
 
     store.delete_cluster(&f.k8s).await.expect("delete");
-    let refused = store.accept_resize(resize(worker.id)).await.expect("store");
+    let refused = store
+        .accept_resize(resize(&worker.uuid))
+        .await
+        .expect("store");
     assert_eq!(refused, Err(ResizeRefused::NodeGroupGone));
     assert_eq!(
         store
@@ -325,15 +331,9 @@ async fn a_refused_patch_changes_nothing() {
     let app = common::spawn_app().await;
     let f = app.standard_fixture().await;
     let store = &app.state.store;
-    let id = store
-        .cluster_by_uuid(&f.k8s)
-        .await
-        .expect("read")
-        .expect("row")
-        .id;
     store
         .update_cluster(
-            id,
+            &f.k8s,
             &[magnum_rs::store::ClusterSet::Status(
                 status::UPDATE_FAILED.into(),
             )],

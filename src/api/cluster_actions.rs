@@ -14,12 +14,13 @@ use super::extract::{ApiVersion, MagnumBody, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::Query;
+use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{AcceptResize, Batch, NewOperation, OpPayload, ResizeRefused};
-use crate::store::{ClusterSet, NodeGroupSet};
+use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
+use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -111,7 +112,8 @@ async fn resize_cluster(
         return Err(ApiError::ZeroNodeCountNotSupported);
     }
     // Resize does not take `all_tenants`, even for admins.
-    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &ident).await?;
+    let tenancy = Tenancy::of(&ctx, false);
+    let cluster = lookup::cluster(&state, &tenancy, &ident).await?;
     enforce_on(
         &state,
         &ctx,
@@ -161,7 +163,7 @@ async fn resize_cluster(
         };
     let op = NewOperation {
         cluster_uuid: cluster.uuid.clone(),
-        nodegroup_id: Some(nodegroup.id),
+        nodegroup_uuid: Some(nodegroup.uuid.clone()),
         old_count: None,
         new_count: Some(req.node_count),
         payload: OpPayload::Resize { nodes_to_remove },
@@ -169,34 +171,28 @@ async fn resize_cluster(
     let accepted = state
         .store
         .accept_resize(AcceptResize {
-            cluster_id: cluster.id,
-            nodegroup_id: nodegroup.id,
-            seen: nodegroup.node_count,
+            cluster_uuid: cluster.uuid.clone(),
+            tenancy,
+            nodegroup_uuid: nodegroup.uuid.clone(),
             new_count: req.node_count,
             op,
             allowed: status::allows_resize,
             cluster_changes: Vec::new(),
         })
         .await?;
-    accepted.map_err(|refused| resize_refused(refused, &ident, &nodegroup.name, "Resizing"))?;
+    accepted.map_err(|refused| resizing(&ident, &nodegroup.name, "Resizing").error(refused))?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
 }
 
-/// A resize the store refused under its row locks: the rows changed since the handler read
-/// them (a delete or another operation raced it).
-pub(crate) fn resize_refused(
-    refused: ResizeRefused,
-    cluster: &str,
-    nodegroup: &str,
-    verb: &str,
-) -> ApiError {
-    match refused {
-        ResizeRefused::ClusterGone => ApiError::ClusterNotFound(cluster.into()),
-        ResizeRefused::NodeGroupGone => ApiError::NodeGroupNotFound(nodegroup.into()),
-        ResizeRefused::ClusterStatus(current) => {
-            ApiError::NotSupported(format!("{verb} a cluster when status is \"{current}\""))
-        }
+/// How a resize (or a cluster update that resizes) refused under the row locks answers.
+pub(crate) fn resizing<'a>(cluster: &'a str, nodegroup: &'a str, verb: &'a str) -> Refusing<'a> {
+    Refusing {
+        verb,
+        on: Subject::Cluster,
+        cluster,
+        nodegroup,
+        template: "",
     }
 }
 
@@ -280,15 +276,27 @@ async fn upgrade_cluster(
         ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
     })?;
     state.drivers.for_template(&current_template)?;
+    // The same checks again under the rows' locks, in the same order, with the writes.
     let batch = Batch::default()
-        .cluster(cluster.id, ClusterSet::status(status::UPDATE_IN_PROGRESS))
+        .guard(Guard::cluster(&cluster.uuid, tenancy))
+        .guard(Guard::template(&new_template.uuid))
+        .guard(Guard::nodegroup(&nodegroup.uuid, &cluster.uuid))
+        .guard(Guard::nodegroup_status(
+            &nodegroup.uuid,
+            status::not_deleting,
+        ))
+        .guard(Guard::cluster_status(&cluster.uuid, status::allows_upgrade))
+        .cluster(
+            &cluster.uuid,
+            ClusterSet::status(status::UPDATE_IN_PROGRESS),
+        )
         .nodegroup(
-            nodegroup.id,
+            &nodegroup.uuid,
             [NodeGroupSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),
-            nodegroup_id: Some(nodegroup.id),
+            nodegroup_uuid: Some(nodegroup.uuid.clone()),
             old_count: None,
             new_count: None,
             payload: OpPayload::Upgrade {
@@ -296,7 +304,18 @@ async fn upgrade_cluster(
                 max_batch_size,
             },
         });
-    state.store.commit(batch).await?;
+    let refusing = Refusing {
+        verb: "Upgrading",
+        on: Subject::Cluster,
+        cluster: &ident,
+        nodegroup: &nodegroup.name,
+        template: &template_ident,
+    };
+    state
+        .store
+        .commit(batch)
+        .await?
+        .map_err(|refused| refusing.error(refused))?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
 }

@@ -18,6 +18,7 @@ pub mod nodegroups;
 pub mod pyliteral;
 pub mod query;
 pub mod quotas;
+pub mod refusals;
 pub mod request_body;
 pub mod routes;
 pub mod stats;

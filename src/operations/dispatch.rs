@@ -25,6 +25,7 @@ pub struct Subject {
 }
 
 /// Why an operation's subject could not be loaded; the text is the failure's reason.
+/// [`LoadError::is_gone`]: what the operation worked on no longer exists.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     #[error("Cluster {0} could not be found.")]
@@ -35,7 +36,18 @@ pub enum LoadError {
     #[error("{0}")]
     NoDriver(String),
     #[error("Nodegroup {0} could not be found.")]
-    NodeGroupGone(i64),
+    NodeGroupGone(String),
+}
+
+impl LoadError {
+    /// The cluster or nodegroup is gone: the operation has nothing left to do (it closes
+    /// through [`super::outcome::gone`], it does not fail).
+    pub fn is_gone(&self) -> bool {
+        matches!(
+            self,
+            LoadError::ClusterGone(_) | LoadError::NodeGroupGone(_)
+        )
+    }
 }
 
 pub async fn load(
@@ -65,10 +77,10 @@ pub async fn load(
         Ok(d) => d,
         Err(e) => return Ok(Err(LoadError::NoDriver(e.to_string()))),
     };
-    let nodegroup = match op.nodegroup_id {
-        Some(id) => match state.store.nodegroup_by_id(id).await? {
-            Some(ng) => Some(ng),
-            None => return Ok(Err(LoadError::NodeGroupGone(id))),
+    let nodegroup = match &op.nodegroup_uuid {
+        Some(uuid) => match state.store.nodegroup_by_uuid(uuid).await? {
+            Some(ng) if ng.cluster_id == cluster.uuid => Some(ng),
+            _ => return Ok(Err(LoadError::NodeGroupGone(uuid.clone()))),
         },
         None => None,
     };

@@ -1,6 +1,9 @@
 //! How an operation ends, each outcome in one transaction guarded by the operation's state
-//! (whoever ends it first wins; a second writer changes nothing): `*_COMPLETE`, waiting for
-//! the backend, or `*_FAILED` with the reason.
+//! (whoever ends it first wins; a second writer changes nothing) and by its cluster's row
+//! lock: `*_COMPLETE`, waiting for the backend, `*_FAILED` with the reason, or closed because
+//! what it worked on is gone ([`gone`], the one path for that). Rows are addressed by the
+//! uuids the operation recorded; the cluster's own status settles only when its last open
+//! operation ends, and no outcome of other work overwrites a delete in progress.
 
 use serde_json::Value;
 
@@ -8,17 +11,9 @@ use super::dispatch::{Done, Subject};
 use super::{transitions, Conductor};
 use crate::drivers::{Progress, WaitOn};
 use crate::model::NodeGroup;
-use crate::store::operations::{Batch, OpKind, OpState, Operation, Wait};
-use crate::store::{ClusterSet, NodeGroupSet};
-
-/// Whether other operations of the cluster are still open (then the cluster's own status
-/// stays in progress).
-pub async fn others_open(state: &Conductor, op: &Operation) -> Result<bool, sqlx::Error> {
-    state
-        .store
-        .has_open_operations(&op.cluster_uuid, op.id)
-        .await
-}
+use crate::model::Tenancy;
+use crate::store::operations::{OpKind, OpState, Operation, Wait};
+use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
 /// Writes what the driver answered for a running operation.
 pub async fn after_driver(
@@ -39,11 +34,15 @@ pub async fn after_driver(
             if let Some(v) = c.coe_version.clone() {
                 changes.push(ClusterSet::CoeVersion(Some(v)));
             }
-            let mut batch = Batch::default().cluster(s.cluster.id, changes);
+            let mut batch = Batch::default()
+                .guard(Guard::cluster(&s.cluster.uuid, Tenancy::All))
+                .cluster(&s.cluster.uuid, changes);
             for ng in &s.nodegroups {
-                batch = batch.nodegroup(ng.id, [NodeGroupSet::StackId(c.stack_id.clone())]);
+                batch = batch.nodegroup(&ng.uuid, [NodeGroupSet::StackId(c.stack_id.clone())]);
             }
-            state.store.commit(batch).await?;
+            if let Err(Refused::ClusterGone) = state.store.commit(batch).await? {
+                return gone(state, op, OpState::Running).await;
+            }
             c.wait
         }
     };
@@ -100,6 +99,25 @@ pub async fn kube_tag(state: &Conductor, op: &Operation) -> Result<Option<String
         }))
 }
 
+/// The guarded batch every outcome of `op` starts from: its cluster, locked.
+fn on_cluster(op: &Operation) -> Batch {
+    Batch::default().guard(Guard::cluster(&op.cluster_uuid, Tenancy::All))
+}
+
+/// The cluster's status after `op` completed: written at once where the operation decides
+/// it (a create), else when `op` is the cluster's last open operation.
+fn cluster_status_after(batch: Batch, op: &Operation) -> Batch {
+    let kind = op.kind();
+    match (
+        transitions::completed(kind, false).cluster,
+        transitions::completed(kind, true).cluster,
+    ) {
+        (Some(st), _) => batch.cluster(&op.cluster_uuid, ClusterSet::status(st)),
+        (None, Some(st)) => batch.settle_cluster(&op.cluster_uuid, st, op.id),
+        (None, None) => batch,
+    }
+}
+
 /// `*_COMPLETE` (or the row removed, for deletes), from state `from`, in one transaction.
 pub async fn finish(
     state: &Conductor,
@@ -107,17 +125,11 @@ pub async fn finish(
     s: &Subject,
     from: OpState,
 ) -> Result<(), sqlx::Error> {
-    let cluster_done = !others_open(state, op).await?;
-    let ends = transitions::completed(op.kind(), cluster_done);
-    let mut batch = Batch::default();
+    let ends = transitions::completed(op.kind(), true);
+    let mut batch = on_cluster(op);
     match op.kind() {
         OpKind::CreateCluster => {
-            let mut ch: Vec<ClusterSet> = ends
-                .cluster
-                .map(ClusterSet::status)
-                .into_iter()
-                .flatten()
-                .collect();
+            let mut ch: Vec<ClusterSet> = Vec::new();
             // Every real driver shows the Kubernetes version by now: the control plane's,
             // or the template's kube_tag.
             let facts = s.driver.facts(&s.cluster);
@@ -139,21 +151,19 @@ pub async fn finish(
             if let Some(a) = facts.and_then(|f| f.api_address) {
                 ch.push(ClusterSet::ApiAddress(Some(a)));
             }
-            batch = batch.cluster(s.cluster.id, ch);
+            batch = cluster_status_after(batch.cluster(&s.cluster.uuid, ch), op);
             if let Some(ng_status) = ends.nodegroup {
                 for ng in &s.nodegroups {
-                    batch = batch.nodegroup(ng.id, NodeGroupSet::status(ng_status));
+                    batch = batch.nodegroup(&ng.uuid, NodeGroupSet::status(ng_status));
                 }
             }
         }
         OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
         OpKind::DeleteNodeGroup => {
             if let Some(ng) = &s.nodegroup {
-                batch = batch.delete_nodegroup(ng.id);
+                batch = batch.delete_nodegroup(&ng.uuid);
             }
-            if let Some(st) = ends.cluster {
-                batch = batch.cluster(s.cluster.id, ClusterSet::status(st));
-            }
+            batch = cluster_status_after(batch, op);
         }
         kind => {
             if let (Some(ng), Some(ng_status)) = (&s.nodegroup, ends.nodegroup) {
@@ -161,12 +171,9 @@ pub async fn finish(
                 if kind == OpKind::Upgrade {
                     ch.push(NodeGroupSet::Version(kube_tag(state, op).await?));
                 }
-                batch = batch.nodegroup(ng.id, ch);
+                batch = batch.nodegroup_unless_deleting(&ng.uuid, ch);
             }
             let mut ch = Vec::new();
-            if let Some(st) = ends.cluster {
-                ch.extend(ClusterSet::status(st));
-            }
             if kind == OpKind::Upgrade && s.nodegroup.as_ref().is_some_and(NodeGroup::is_default) {
                 if let Some(t) = op.payload.upgrade_template() {
                     ch.push(ClusterSet::ClusterTemplateId(t.to_string()));
@@ -175,32 +182,50 @@ pub async fn finish(
                     ch.push(ClusterSet::CoeVersion(Some(tag)));
                 }
             }
-            batch = batch.cluster(s.cluster.id, ch);
+            batch = cluster_status_after(batch.cluster(&s.cluster.uuid, ch), op);
         }
     }
     let batch = batch.transition(op.id, from, OpState::Done);
-    if state.store.commit(batch).await? {
-        tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid,
-            "operation complete");
+    match state.store.commit(batch).await? {
+        Ok(_) => {
+            tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid,
+                "operation complete");
+            Ok(())
+        }
+        Err(Refused::ClusterGone) => gone(state, op, from).await,
+        Err(_) => Ok(()),
     }
-    Ok(())
 }
 
-/// Ends an operation whose cluster or nodegroup row is already gone (a repeated delete).
-pub async fn done_without_subject(
-    state: &Conductor,
-    op: &Operation,
-    from: OpState,
-) -> Result<(), sqlx::Error> {
-    state
-        .store
-        .transition_operation(op.id, from, OpState::Done, None)
-        .await?;
+/// Closes an operation whose cluster or nodegroup is gone (a repeated delete, or work on a
+/// nodegroup a later request deleted): nothing is left for it to do. The cluster, if it is
+/// still there, settles as if the operation had completed (its last open operation ends).
+pub async fn gone(state: &Conductor, op: &Operation, from: OpState) -> Result<(), sqlx::Error> {
+    let settle = match op.kind() {
+        OpKind::CreateCluster | OpKind::DeleteCluster => None,
+        kind => transitions::completed(kind, true).cluster,
+    };
+    let closed = match settle {
+        Some(st) => {
+            let batch = on_cluster(op)
+                .settle_cluster(&op.cluster_uuid, st, op.id)
+                .transition(op.id, from, OpState::Done);
+            state.store.commit(batch).await?
+        }
+        None => Err(Refused::ClusterGone),
+    };
+    if let Err(Refused::ClusterGone) = closed {
+        let batch = Batch::default().transition(op.id, from, OpState::Done);
+        state.store.commit(batch).await?.ok();
+    }
+    tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid,
+        "operation closed: what it worked on is gone");
     Ok(())
 }
 
 /// Magnum's conductor on a driver failure: `*_FAILED` with the reason on the cluster and
-/// the nodegroup, and for a resize the previous count back, in one transaction.
+/// the nodegroup, and for a resize the previous count back, in one transaction. Another
+/// operation's failure does not overwrite a delete in progress.
 pub async fn fail(
     state: &Conductor,
     op: &Operation,
@@ -209,55 +234,52 @@ pub async fn fail(
     from: OpState,
 ) -> Result<(), sqlx::Error> {
     let store = &state.store;
-    let ends = transitions::failed(op.kind());
-    let mut batch = Batch::default();
-    if op.kind() == OpKind::Resize {
-        if let (Some(ng), Some(new), Some(old)) = (op.nodegroup_id, op.new_count, op.old_count) {
+    let kind = op.kind();
+    let ends = transitions::failed(kind);
+    let mut batch = on_cluster(op);
+    if kind == OpKind::Resize {
+        if let (Some(ng), Some(new), Some(old)) = (&op.nodegroup_uuid, op.new_count, op.old_count) {
             batch = batch.restore_count(ng, new, old);
         }
     }
-    // Without a subject (the driver, template or nodegroup could not be loaded) the cluster
-    // and nodegroup that still exist are marked failed too, rather than left in progress.
-    let (cluster, nodegroup, nodegroups) = match s {
-        Some(s) => (
-            Some(s.cluster.clone()),
-            s.nodegroup.clone(),
-            s.nodegroups.clone(),
-        ),
+    // Without a subject (the driver or template could not be loaded) the nodegroups that
+    // still exist are marked failed too, rather than left in progress.
+    let nodegroups = match s {
+        Some(s) => s.nodegroups.clone(),
         None => {
-            let cluster = store.cluster_by_uuid(&op.cluster_uuid).await?;
-            let nodegroup = match op.nodegroup_id {
-                Some(id) => store.nodegroup_by_id(id).await?,
-                None => None,
-            };
-            let all = match &cluster {
-                Some(c) => {
-                    store
-                        .nodegroups_of_clusters(std::slice::from_ref(&c.uuid))
-                        .await?
-                }
-                None => Vec::new(),
-            };
-            (cluster, nodegroup, all)
+            store
+                .nodegroups_of_clusters(std::slice::from_ref(&op.cluster_uuid))
+                .await?
         }
     };
-    if let Some(cluster) = cluster {
-        if let Some(st) = ends.cluster {
-            batch = batch.cluster(cluster.id, ClusterSet::failed(st, reason));
-        }
-        if let Some(ng_status) = ends.nodegroup {
-            if let Some(ng) = &nodegroup {
-                batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
-            } else if op.kind() == OpKind::CreateCluster {
-                for ng in &nodegroups {
-                    batch = batch.nodegroup(ng.id, NodeGroupSet::failed(ng_status, reason));
-                }
+    if let Some(st) = ends.cluster {
+        batch = if kind == OpKind::DeleteCluster {
+            batch.cluster(&op.cluster_uuid, ClusterSet::failed(st, reason))
+        } else {
+            batch.cluster_unless_deleting(&op.cluster_uuid, ClusterSet::failed(st, reason))
+        };
+    }
+    if let Some(ng_status) = ends.nodegroup {
+        let failed = NodeGroupSet::failed(ng_status, reason);
+        if let Some(ng) = &op.nodegroup_uuid {
+            batch = if kind == OpKind::DeleteNodeGroup {
+                batch.nodegroup(ng, failed)
+            } else {
+                batch.nodegroup_unless_deleting(ng, failed)
+            };
+        } else if kind == OpKind::CreateCluster {
+            for ng in &nodegroups {
+                batch = batch.nodegroup(&ng.uuid, failed.clone());
             }
         }
     }
     let batch = batch.transition_failed(op.id, from, reason);
-    if store.commit(batch).await? {
-        tracing::warn!(operation = op.id, kind = op.kind().as_str(), %reason, "operation failed");
+    match store.commit(batch).await? {
+        Ok(_) => {
+            tracing::warn!(operation = op.id, kind = kind.as_str(), %reason, "operation failed");
+            Ok(())
+        }
+        Err(Refused::ClusterGone) => gone(state, op, from).await,
+        Err(_) => Ok(()),
     }
-    Ok(())
 }

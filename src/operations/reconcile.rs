@@ -192,10 +192,11 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
     const W: OpState = OpState::Waiting;
     let subject = match load(state, op).await? {
         Ok(s) => s,
-        // The row a delete waited to remove is gone already (another path removed it).
-        Err(_) if matches!(op.kind(), OpKind::DeleteCluster | OpKind::DeleteNodeGroup) => {
+        // What it worked on is gone (the row a delete waited to remove, or a nodegroup a
+        // later request deleted).
+        Err(e) if e.is_gone() => {
             metrics::reconcile_write("finish");
-            return outcome::done_without_subject(state, op, W).await;
+            return outcome::gone(state, op, W).await;
         }
         Err(reason) => {
             metrics::reconcile_write("fail");

@@ -24,7 +24,7 @@ pub(super) async fn show_reason(
         if ng.status_reason != reason {
             state
                 .store
-                .update_nodegroup(ng.id, &[NodeGroupSet::StatusReason(reason.clone())])
+                .update_nodegroup(&ng.uuid, &[NodeGroupSet::StatusReason(reason.clone())])
                 .await?;
             metrics::reconcile_write("reason");
         }
@@ -32,7 +32,7 @@ pub(super) async fn show_reason(
     if s.cluster.status_reason != reason {
         state
             .store
-            .update_cluster(s.cluster.id, &[ClusterSet::StatusReason(reason)])
+            .update_cluster(&s.cluster.uuid, &[ClusterSet::StatusReason(reason)])
             .await?;
         metrics::reconcile_write("reason");
     }
@@ -62,7 +62,7 @@ pub(super) async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result
         ch.push(ClusterSet::CoeVersion(facts.coe_version.clone()));
     }
     if !ch.is_empty() {
-        state.store.update_cluster(cluster.id, &ch).await?;
+        state.store.update_cluster(&cluster.uuid, &ch).await?;
         metrics::reconcile_write("facts");
     }
     let ngs = state
@@ -80,7 +80,7 @@ pub(super) async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result
             if current != new {
                 state
                     .store
-                    .update_nodegroup(ng.id, &[NodeGroupSet::NodeAddresses(new)])
+                    .update_nodegroup(&ng.uuid, &[NodeGroupSet::NodeAddresses(new)])
                     .await?;
                 metrics::reconcile_write("facts");
             }

@@ -9,9 +9,7 @@ use super::dispatch::{call_driver, load};
 use super::outcome;
 use super::Conductor;
 use crate::drivers::DriverError;
-use crate::model::status;
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::ClusterSet;
 
 /// How often a transient driver failure is retried before the operation fails.
 const MAX_ATTEMPTS: i64 = 5;
@@ -77,11 +75,11 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
         // the order the counts were written; the newest carries the final count). One that
         // is recorded after the batch was read runs after the older one, with the same end
         // state.
-        let mut newest_resize: std::collections::HashMap<i64, i64> =
+        let mut newest_resize: std::collections::HashMap<String, i64> =
             std::collections::HashMap::new();
         for op in batch.iter().filter(|o| o.kind() == OpKind::Resize) {
-            if let Some(ng) = op.nodegroup_id {
-                let newest = newest_resize.entry(ng).or_insert(op.id);
+            if let Some(ng) = &op.nodegroup_uuid {
+                let newest = newest_resize.entry(ng.clone()).or_insert(op.id);
                 *newest = (*newest).max(op.id);
             }
         }
@@ -89,8 +87,9 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
             batch.into_iter().partition(|op| {
                 op.kind() == OpKind::Resize
                     && op
-                        .nodegroup_id
-                        .and_then(|ng| newest_resize.get(&ng))
+                        .nodegroup_uuid
+                        .as_deref()
+                        .and_then(|ng| newest_resize.get(ng))
                         .is_some_and(|newest| *newest > op.id)
             });
         // One transaction claims the whole batch; another worker may have taken some first.
@@ -133,31 +132,10 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
 }
 
 pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx::Error> {
-    if op.kind() == OpKind::DeleteNodeGroup {
-        if let Some(ng) = op.nodegroup_id {
-            if state.store.nodegroup_by_id(ng).await?.is_none() {
-                // Already deleted (a repeated DELETE): nothing is left to do.
-                if !outcome::others_open(state, &op).await? {
-                    if let Some(c) = state.store.cluster_by_uuid(&op.cluster_uuid).await? {
-                        state
-                            .store
-                            .update_cluster(
-                                c.id,
-                                &[ClusterSet::Status(status::UPDATE_COMPLETE.into())],
-                            )
-                            .await?;
-                    }
-                }
-                state
-                    .store
-                    .transition_operation(op.id, OpState::Running, OpState::Done, None)
-                    .await?;
-                return Ok(());
-            }
-        }
-    }
     let subject = match load(state, &op).await? {
         Ok(s) => s,
+        // Already deleted (a repeated delete), or deleted by a later request.
+        Err(e) if e.is_gone() => return outcome::gone(state, &op, OpState::Running).await,
         Err(e) => return outcome::fail(state, &op, None, &e.to_string(), OpState::Running).await,
     };
     tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid, "handing operation to driver");

@@ -2,8 +2,6 @@
 
 use super::changes::{cluster_columns, ClusterSet};
 use super::keys::ClusterBy;
-use super::nodegroups::insert_nodegroup_on;
-use super::operations::{insert_operation, NewOperation};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -12,8 +10,8 @@ use super::schema::{
     from_row_by_position, json_map, select_from, ClusterCol, ClusterRow, Column as _,
 };
 use super::sort_key::Table;
-use super::{insert_row, now, stmt, update_columns, Bind, Dialect, Page, Store};
-use crate::model::{Cluster, ClusterCounts, ClusterSummary, NodeGroup, Tenancy};
+use super::{insert_row, stmt, update_columns, Bind, Dialect, Page, Store};
+use crate::model::{Cluster, ClusterCounts, ClusterSummary, Tenancy};
 
 /// Declares what the summary list reads of a cluster: the columns (by position, in this
 /// order) and then the two computed counts.
@@ -100,6 +98,16 @@ fn integer_sum(dialect: Dialect, expr: &str) -> String {
         Dialect::Sqlite => format!("CAST(TOTAL({expr}) AS INTEGER)"),
         Dialect::Mysql => format!("CAST(COALESCE(SUM({expr}), 0) AS SIGNED)"),
     }
+}
+
+/// Inserts a cluster row (in a [`super::Batch`], with its nodegroups and operation).
+pub(crate) async fn insert_cluster_on(
+    conn: &mut super::Conn,
+    c: &Cluster,
+    created_at: &str,
+) -> Result<(), sqlx::Error> {
+    insert_row(conn, cluster_values(c, created_at)).await?;
+    Ok(())
 }
 
 /// The columns an insert writes (every column but `id` and `updated_at`), named.
@@ -291,40 +299,16 @@ impl Store {
             .next())
     }
 
-    /// Inserts a cluster, its nodegroups and the operation that creates it, in one
-    /// transaction.
-    pub async fn insert_cluster(
+    /// Writes `changes` to the cluster `uuid` on their own (no guard: a report of the
+    /// backend's, or a test's setup). A request's writes go through a guarded
+    /// [`super::Batch`].
+    pub async fn update_cluster(
         &self,
-        c: &Cluster,
-        nodegroups: &[NodeGroup],
-        op: Option<&NewOperation>,
-    ) -> Result<Cluster, sqlx::Error> {
-        let created = now();
-        let values = cluster_values(c, &created);
-        let mut tx = self.begin().await?;
-        insert_row(&mut tx, values).await?;
-        for ng in nodegroups {
-            insert_nodegroup_on(&mut tx, ng, &created).await?;
-        }
-        if let Some(op) = op {
-            insert_operation(&mut tx, op).await?;
-        }
-        // Read back on the same connection, before the commit: a second connection asked
-        // for while this one is held deadlocks a busy pool (every holder waiting for
-        // another), and a read that fails after the commit would answer 500 for a cluster
-        // that exists.
-        let row: ClusterRow = stmt(format!("{} WHERE t.uuid = ?", select_from::<ClusterCol>()))
-            .bind(&c.uuid)
-            .fetch_one(&mut tx)
-            .await?;
-        let stored = Cluster::from(row);
-        tx.commit().await?;
-        Ok(stored)
-    }
-
-    pub async fn update_cluster(&self, id: i64, changes: &[ClusterSet]) -> Result<(), sqlx::Error> {
+        uuid: &str,
+        changes: &[ClusterSet],
+    ) -> Result<(), sqlx::Error> {
         let changes = cluster_columns(changes);
-        update_columns(&mut self.conn().await?, id, changes).await?;
+        update_columns(&mut self.conn().await?, uuid, changes).await?;
         Ok(())
     }
 

@@ -3,9 +3,11 @@
 //! SQL text on both (see [`statement`]), and rows are decoded by that driver natively into
 //! the row types of [`schema`]. JSON columns are TEXT holding JSON, as in Magnum.
 
+pub mod batch;
 mod changes;
 pub mod clusters;
 pub mod federations;
+pub mod guard;
 mod keys;
 pub mod migrate;
 pub mod nodegroups;
@@ -30,7 +32,9 @@ use sqlx::mysql::MySqlConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
 use sqlx::{MySql, Sqlite};
 
+pub use batch::{Batch, Committed};
 pub use changes::{ClusterSet, NodeGroupSet};
+pub use guard::{Guard, Refused};
 pub use keys::{ClusterBy, NodeGroupBy, TemplateBy};
 pub use page::{Marker, Page, SortDir};
 pub use pool::Pool;
@@ -231,11 +235,22 @@ pub(crate) async fn insert_row<C: schema::Column>(
         .rows_affected())
 }
 
-/// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE id = ?`.
+/// `UPDATE <table> SET a = ?, … , updated_at = ? WHERE uuid = ?`: a row is addressed by its
+/// uuid, never by an id read earlier (ids of deleted rows were reused on SQLite).
 pub(crate) async fn update_columns<C: schema::Column>(
     conn: &mut Conn,
-    id: i64,
+    uuid: &str,
     changes: Vec<(C, Bind)>,
+) -> Result<u64, sqlx::Error> {
+    update_columns_where(conn, uuid, changes, None).await
+}
+
+/// [`update_columns`] with a further SQL condition on the row (`… AND <only>`).
+pub(crate) async fn update_columns_where<C: schema::Column>(
+    conn: &mut Conn,
+    uuid: &str,
+    changes: Vec<(C, Bind)>,
+    only: Option<&str>,
 ) -> Result<u64, sqlx::Error> {
     if changes.is_empty() {
         return Ok(0);
@@ -256,8 +271,12 @@ pub(crate) async fn update_columns<C: schema::Column>(
         sql.push_str(", updated_at = ?");
         binds.push(Bind::text(now()));
     }
-    sql.push_str(" WHERE id = ?");
-    binds.push(Bind::Int(Some(id)));
+    sql.push_str(" WHERE uuid = ?");
+    binds.push(Bind::text(uuid));
+    if let Some(only) = only {
+        sql.push_str(" AND ");
+        sql.push_str(only);
+    }
     Ok(stmt(sql)
         .bind_all(binds)
         .execute(conn)

@@ -6,7 +6,7 @@ use super::changes::{nodegroup_columns, NodeGroupSet};
 use super::keys::NodeGroupBy;
 use super::schema::{json_list, select_from, Column as _, NodeGroupCol, NodeGroupRow};
 use super::sort_key::Table;
-use super::{insert_row, now, stmt, update_columns, Bind, Conn, Page, Store};
+use super::{insert_row, stmt, update_columns, Bind, Conn, Page, Store};
 use crate::model::{ClusterCounts, NodeGroup, ROLE_MASTER};
 
 /// Filters for a nodegroup list or lookup within one cluster.
@@ -180,6 +180,18 @@ impl Store {
         Ok(row.map(NodeGroup::from))
     }
 
+    /// The nodegroup `uuid` (an operation's, which names it by uuid).
+    pub async fn nodegroup_by_uuid(&self, uuid: &str) -> Result<Option<NodeGroup>, sqlx::Error> {
+        let row: Option<NodeGroupRow> = stmt(format!(
+            "{} WHERE t.uuid = ?",
+            select_from::<NodeGroupCol>()
+        ))
+        .bind(uuid)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(NodeGroup::from))
+    }
+
     pub async fn nodegroup_by_id(&self, id: i64) -> Result<Option<NodeGroup>, sqlx::Error> {
         let row: Option<NodeGroupRow> =
             stmt(format!("{} WHERE t.id = ?", select_from::<NodeGroupCol>()))
@@ -189,37 +201,16 @@ impl Store {
         Ok(row.map(NodeGroup::from))
     }
 
-    pub async fn insert_nodegroup(&self, ng: &NodeGroup) -> Result<NodeGroup, sqlx::Error> {
-        // Insert and read back in one transaction on one connection (see insert_cluster).
-        let mut tx = self.begin().await?;
-        insert_nodegroup_on(&mut tx, ng, &now()).await?;
-        let row: NodeGroupRow = stmt(format!(
-            "{} WHERE t.uuid = ?",
-            select_from::<NodeGroupCol>()
-        ))
-        .bind(&ng.uuid)
-        .fetch_one(&mut tx)
-        .await?;
-        let stored = NodeGroup::from(row);
-        tx.commit().await?;
-        Ok(stored)
-    }
-
+    /// Writes `changes` to the nodegroup `uuid` on their own (no guard: a report of the
+    /// backend's, or a test's setup). A request's writes go through a guarded
+    /// [`super::Batch`].
     pub async fn update_nodegroup(
         &self,
-        id: i64,
+        uuid: &str,
         changes: &[NodeGroupSet],
     ) -> Result<(), sqlx::Error> {
         let changes = nodegroup_columns(changes);
-        update_columns(&mut self.conn().await?, id, changes).await?;
-        Ok(())
-    }
-
-    pub async fn delete_nodegroup(&self, id: i64) -> Result<(), sqlx::Error> {
-        stmt("DELETE FROM nodegroup WHERE id = ?")
-            .bind(id)
-            .execute(&mut self.conn().await?)
-            .await?;
+        update_columns(&mut self.conn().await?, uuid, changes).await?;
         Ok(())
     }
 }

@@ -1,15 +1,18 @@
 //! `magnum_rs_operation`: durable records of accepted operations, written in the same
-//! transaction as the state change they belong to, and handed to the driver by the
-//! operations worker. Also the transactional [`Batch`] those writes go through.
+//! transaction as the state change they belong to (a [`super::batch::Batch`]), and handed to
+//! the driver by the operations worker. An operation names its cluster and nodegroup by
+//! uuid, which is never reused.
 
 use chrono::NaiveDateTime;
 
-use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
-use super::nodegroups::insert_nodegroup_on;
+use super::batch::Batch;
+use super::changes::{ClusterSet, NodeGroupSet};
+pub use super::guard::Refused as ResizeRefused;
+use super::guard::{Guard, StatusRule};
 pub use super::op_payload::OpPayload;
-use super::schema::{stored, ClusterCol, NodeGroupCol};
-use super::{now, stmt, update_columns, Bind, Conn, Store};
-use crate::model::NodeGroup;
+use super::schema::stored;
+use super::{now, stmt, Bind, Conn, Store};
+use crate::model::{status, Tenancy};
 
 /// What an operation asks the driver to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,35 +84,26 @@ impl OpState {
 #[derive(Clone, Debug)]
 pub struct NewOperation {
     pub cluster_uuid: String,
-    pub nodegroup_id: Option<i64>,
+    pub nodegroup_uuid: Option<String>,
     pub old_count: Option<i64>,
     pub new_count: Option<i64>,
     /// What to do (its kind) and the facts it needs.
     pub payload: OpPayload,
 }
 
-/// A resize to accept ([`Store::accept_resize`]).
+/// A resize to accept ([`Store::accept_resize`]), of rows the caller was shown.
 #[derive(Debug)]
 pub struct AcceptResize {
-    pub cluster_id: i64,
-    pub nodegroup_id: i64,
-    /// The count the caller read.
-    pub seen: i64,
+    pub cluster_uuid: String,
+    /// The tenancy the caller found the cluster in.
+    pub tenancy: Tenancy,
+    pub nodegroup_uuid: String,
     pub new_count: i64,
     pub op: NewOperation,
     /// The cluster statuses a resize may start from (the conductor's rule).
-    pub allowed: fn(&str) -> bool,
+    pub allowed: StatusRule,
     /// Other columns of the cluster written with the resize (a PATCH's health fields).
     pub cluster_changes: Vec<ClusterSet>,
-}
-
-/// Why [`Store::accept_resize`] wrote nothing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResizeRefused {
-    ClusterGone,
-    NodeGroupGone,
-    /// The cluster's status when the resize was tried.
-    ClusterStatus(String),
 }
 
 /// How many operations are in one unfinished state, and how old the oldest is.
@@ -132,7 +126,7 @@ struct QueueRow {
 pub struct Operation {
     pub id: i64,
     pub cluster_uuid: String,
-    pub nodegroup_id: Option<i64>,
+    pub nodegroup_uuid: Option<String>,
     pub old_count: Option<i64>,
     pub new_count: Option<i64>,
     pub payload: OpPayload,
@@ -170,119 +164,6 @@ pub fn from_now(seconds: u64) -> String {
         .to_string()
 }
 
-/// Writes that must land together, with at most one operation record.
-#[derive(Debug, Default)]
-pub struct Batch {
-    steps: Vec<Step>,
-}
-
-#[derive(Debug)]
-enum Step {
-    UpdateCluster {
-        id: i64,
-        changes: Vec<(ClusterCol, Bind)>,
-    },
-    UpdateNodeGroup {
-        id: i64,
-        changes: Vec<(NodeGroupCol, Bind)>,
-    },
-    InsertNodeGroup(Box<NodeGroup>),
-    /// Records an operation; a `None` nodegroup id refers to the nodegroup inserted by
-    /// the batch.
-    Operation(NewOperation),
-    /// Moves an operation from one state to another; the batch is rolled back when the
-    /// operation is no longer in the `from` state.
-    Transition {
-        id: i64,
-        from: OpState,
-        to: OpState,
-        error: Option<String>,
-    },
-    RestoreCount {
-        nodegroup_id: i64,
-        failed_count: i64,
-        old_count: i64,
-    },
-    DeleteNodeGroup(i64),
-    DeleteCluster(String),
-}
-
-impl Batch {
-    /// Writes `changes` to the cluster with row id `id`.
-    pub fn cluster(mut self, id: i64, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
-        let changes: Vec<ClusterSet> = changes.into_iter().collect();
-        self.steps.push(Step::UpdateCluster {
-            id,
-            changes: cluster_columns(&changes),
-        });
-        self
-    }
-
-    /// Writes `changes` to the nodegroup with row id `id`.
-    pub fn nodegroup(mut self, id: i64, changes: impl IntoIterator<Item = NodeGroupSet>) -> Self {
-        let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
-        self.steps.push(Step::UpdateNodeGroup {
-            id,
-            changes: nodegroup_columns(&changes),
-        });
-        self
-    }
-
-    pub fn insert_nodegroup(mut self, ng: NodeGroup) -> Self {
-        self.steps.push(Step::InsertNodeGroup(Box::new(ng)));
-        self
-    }
-
-    pub fn operation(mut self, op: NewOperation) -> Self {
-        self.steps.push(Step::Operation(op));
-        self
-    }
-
-    pub fn transition(mut self, id: i64, from: OpState, to: OpState) -> Self {
-        self.steps.push(Step::Transition {
-            id,
-            from,
-            to,
-            error: None,
-        });
-        self
-    }
-
-    /// A transition that records why (a failure's reason).
-    pub fn transition_failed(mut self, id: i64, from: OpState, reason: &str) -> Self {
-        self.steps.push(Step::Transition {
-            id,
-            from,
-            to: OpState::Failed,
-            error: Some(reason.to_string()),
-        });
-        self
-    }
-
-    /// Restores a nodegroup's count after a failed resize, unless a later resize has already
-    /// written another count (as [`Store::restore_count`], inside the batch).
-    pub fn restore_count(mut self, nodegroup_id: i64, failed_count: i64, old_count: i64) -> Self {
-        self.steps.push(Step::RestoreCount {
-            nodegroup_id,
-            failed_count,
-            old_count,
-        });
-        self
-    }
-
-    /// Deletes a cluster's row and its nodegroups' (a finished cluster delete).
-    pub fn delete_cluster(mut self, uuid: &str) -> Self {
-        self.steps.push(Step::DeleteCluster(uuid.to_string()));
-        self
-    }
-
-    /// Deletes a nodegroup row (a finished nodegroup delete).
-    pub fn delete_nodegroup(mut self, id: i64) -> Self {
-        self.steps.push(Step::DeleteNodeGroup(id));
-        self
-    }
-}
-
 /// What [`Store::claim_operations`] took: how many ended superseded, which now run.
 #[derive(Debug, Default)]
 pub struct Claim {
@@ -291,7 +172,7 @@ pub struct Claim {
 }
 
 const OP_INSERT: &str = "INSERT INTO magnum_rs_operation \
-    (kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, created_at) \
+    (kind, cluster_uuid, nodegroup_uuid, old_count, new_count, payload, state, attempts, created_at) \
     VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)";
 
 pub(crate) async fn insert_operation(
@@ -301,7 +182,7 @@ pub(crate) async fn insert_operation(
     let binds = vec![
         Bind::text(op.payload.kind().as_str()),
         Bind::text(&op.cluster_uuid),
-        Bind::Int(op.nodegroup_id),
+        Bind::Text(op.nodegroup_uuid.clone()),
         Bind::Int(op.old_count),
         Bind::Int(op.new_count),
         Bind::Text(Some(op.payload.to_stored())),
@@ -318,7 +199,7 @@ struct OperationRow {
     id: i64,
     kind: String,
     cluster_uuid: String,
-    nodegroup_id: Option<i64>,
+    nodegroup_uuid: Option<String>,
     old_count: Option<i64>,
     new_count: Option<i64>,
     payload: Option<String>,
@@ -338,7 +219,7 @@ impl TryFrom<OperationRow> for Operation {
         Ok(Operation {
             id: r.id,
             cluster_uuid: r.cluster_uuid,
-            nodegroup_id: r.nodegroup_id,
+            nodegroup_uuid: r.nodegroup_uuid,
             old_count: r.old_count,
             new_count: r.new_count,
             payload: OpPayload::from_stored(&r.kind, r.payload.as_deref())
@@ -366,7 +247,7 @@ async fn operations(
     rows.into_iter().map(Operation::try_from).collect()
 }
 
-async fn transition_on(
+pub(crate) async fn transition_on(
     conn: &mut Conn,
     id: i64,
     from: OpState,
@@ -389,187 +270,49 @@ async fn transition_on(
 }
 
 const OP_COLUMNS: &str =
-    "id, kind, cluster_uuid, nodegroup_id, old_count, new_count, payload, state, attempts, \
+    "id, kind, cluster_uuid, nodegroup_uuid, old_count, new_count, payload, state, attempts, \
      wait_object, wait_generation, started_at, deadline_at, progress";
 
 impl Store {
-    /// Runs a batch in one transaction. False (and nothing written) when a transition found
-    /// its operation in another state.
-    pub async fn commit(&self, batch: Batch) -> Result<bool, sqlx::Error> {
-        let mut tx = self.begin().await?;
-        let created = now();
-        let mut inserted_ng: Option<i64> = None;
-        for step in batch.steps {
-            match step {
-                Step::UpdateCluster { id, changes } => {
-                    update_columns(&mut tx, id, changes).await?;
-                }
-                Step::UpdateNodeGroup { id, changes } => {
-                    update_columns(&mut tx, id, changes).await?;
-                }
-                Step::InsertNodeGroup(ng) => {
-                    insert_nodegroup_on(&mut tx, &ng, &created).await?;
-                    let id: i64 = stmt("SELECT id FROM nodegroup WHERE uuid = ?")
-                        .bind(&ng.uuid)
-                        .scalar(&mut tx)
-                        .await?;
-                    inserted_ng = Some(id);
-                }
-                Step::Operation(mut op) => {
-                    if op.nodegroup_id.is_none() {
-                        op.nodegroup_id = inserted_ng;
-                    }
-                    insert_operation(&mut tx, &op).await?;
-                }
-                Step::RestoreCount {
-                    nodegroup_id,
-                    failed_count,
-                    old_count,
-                } => {
-                    stmt(
-                        "UPDATE nodegroup SET node_count = ?, updated_at = ? \
-                         WHERE id = ? AND node_count = ?",
-                    )
-                    .bind(old_count)
-                    .bind(created.clone())
-                    .bind(nodegroup_id)
-                    .bind(failed_count)
-                    .execute(&mut tx)
-                    .await?;
-                }
-                Step::DeleteCluster(uuid) => {
-                    stmt("DELETE FROM nodegroup WHERE cluster_id = ?")
-                        .bind(uuid.clone())
-                        .execute(&mut tx)
-                        .await?;
-                    stmt("DELETE FROM cluster WHERE uuid = ?")
-                        .bind(uuid)
-                        .execute(&mut tx)
-                        .await?;
-                }
-                Step::DeleteNodeGroup(id) => {
-                    stmt("DELETE FROM nodegroup WHERE id = ?")
-                        .bind(id)
-                        .execute(&mut tx)
-                        .await?;
-                }
-                Step::Transition {
-                    id,
-                    from,
-                    to,
-                    error,
-                } => {
-                    if !transition_on(&mut tx, id, from, to, error.as_deref()).await? {
-                        tx.rollback().await?;
-                        return Ok(false);
-                    }
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    /// Accepts a resize: in one transaction, sets the new count and `UPDATE_IN_PROGRESS` on
-    /// nodegroup and cluster (with `cluster_changes` beside them), and records the operation
-    /// with the count it replaced. Returns that previous count, or why nothing was written:
-    /// the nodegroup or the cluster is gone, or the cluster's status (read under its row
-    /// lock) is not one `allowed` accepts, so a resize racing a delete never gets a 202.
-    ///
-    /// `seen` is the count the caller read before. The first write is conditional on it
-    /// (`… AND node_count = seen`): the row lock it takes (InnoDB; SQLite's database write
-    /// lock) and its check against the latest committed row make `seen` the replaced count
-    /// when it matches, without a separate read. When another resize got there first, the
-    /// row is locked, read and written again. Either way concurrent resizes of one nodegroup
-    /// serialize on the lock, and operation ids follow the order in which counts were written.
-    /// Rows are locked nodegroup first, then cluster, as a delete does.
+    /// Accepts a resize of rows the caller was shown: in one transaction, under the rows'
+    /// locks, the nodegroup still belongs to the cluster and is not being deleted, the
+    /// cluster is still there in the caller's tenancy and in a status `allowed` accepts;
+    /// then the new count, the `UPDATE_IN_PROGRESS` statuses, the cluster's other changes
+    /// and the operation record (with the count it replaced) are written. Returns that
+    /// previous count, or why nothing was written (so a resize racing a delete never gets a
+    /// 202). Concurrent resizes of one nodegroup serialise on its lock, and operation ids
+    /// follow the order in which counts were written.
     pub async fn accept_resize(
         &self,
         resize: AcceptResize,
     ) -> Result<Result<i64, ResizeRefused>, sqlx::Error> {
         let AcceptResize {
-            cluster_id,
-            nodegroup_id,
-            seen,
+            cluster_uuid,
+            tenancy,
+            nodegroup_uuid,
             new_count,
             mut op,
             allowed,
             cluster_changes,
         } = resize;
-        let in_progress = crate::model::status::UPDATE_IN_PROGRESS;
-        let mut tx = self.begin().await?;
-        let written_at = now();
-        let matched = stmt(
-            "UPDATE nodegroup SET node_count = ?, status = ?, updated_at = ? \
-             WHERE id = ? AND node_count = ?",
-        )
-        .bind(new_count)
-        .bind(in_progress)
-        .bind(written_at.clone())
-        .bind(nodegroup_id)
-        .bind(seen)
-        .execute(&mut tx)
-        .await?
-        .rows_affected()
-            == 1;
-        let old = if matched {
-            seen
-        } else {
-            // Another count was written since the caller's read (or the row is gone): lock,
-            // read, write.
-            stmt("UPDATE nodegroup SET updated_at = updated_at WHERE id = ?")
-                .bind(nodegroup_id)
-                .execute(&mut tx)
-                .await?;
-            let old: Option<Option<i64>> = stmt("SELECT node_count FROM nodegroup WHERE id = ?")
-                .bind(nodegroup_id)
-                .scalar_optional(&mut tx)
-                .await?;
-            let Some(old) = old else {
-                tx.rollback().await?;
-                return Ok(Err(ResizeRefused::NodeGroupGone));
-            };
-            update_columns(
-                &mut tx,
-                nodegroup_id,
-                vec![
-                    (NodeGroupCol::NodeCount, Bind::Int(Some(new_count))),
-                    (NodeGroupCol::Status, Bind::text(in_progress)),
-                    (NodeGroupCol::UpdatedAt, Bind::text(written_at.clone())),
-                ],
-            )
-            .await?;
-            old.unwrap_or(1)
-        };
-        stmt("UPDATE cluster SET updated_at = updated_at WHERE id = ?")
-            .bind(cluster_id)
-            .execute(&mut tx)
-            .await?;
-        let current: Option<Option<String>> = stmt("SELECT status FROM cluster WHERE id = ?")
-            .bind(cluster_id)
-            .scalar_optional(&mut tx)
-            .await?;
-        let refused = match &current {
-            None => Some(ResizeRefused::ClusterGone),
-            Some(s) if !allowed(s.as_deref().unwrap_or_default()) => {
-                Some(ResizeRefused::ClusterStatus(s.clone().unwrap_or_default()))
-            }
-            Some(_) => None,
-        };
-        if let Some(refused) = refused {
-            tx.rollback().await?;
-            return Ok(Err(refused));
-        }
-        let mut changes = cluster_columns(&cluster_changes);
-        changes.push((ClusterCol::Status, Bind::text(in_progress)));
-        changes.push((ClusterCol::UpdatedAt, Bind::text(written_at)));
-        update_columns(&mut tx, cluster_id, changes).await?;
-        op.old_count = Some(old);
-        op.nodegroup_id = Some(nodegroup_id);
+        let in_progress = status::UPDATE_IN_PROGRESS;
+        op.nodegroup_uuid = Some(nodegroup_uuid.clone());
         op.new_count = Some(new_count);
-        insert_operation(&mut tx, &op).await?;
-        tx.commit().await?;
-        Ok(Ok(old))
+        let mut cluster_set = cluster_changes;
+        cluster_set.push(ClusterSet::Status(in_progress.into()));
+        let batch = Batch::default()
+            .guard(Guard::nodegroup(&nodegroup_uuid, &cluster_uuid))
+            .guard(Guard::cluster(&cluster_uuid, tenancy))
+            .guard(Guard::nodegroup_status(
+                &nodegroup_uuid,
+                status::not_deleting,
+            ))
+            .guard(Guard::cluster_status(&cluster_uuid, allowed))
+            .set_count(&nodegroup_uuid, new_count)
+            .nodegroup(&nodegroup_uuid, [NodeGroupSet::Status(in_progress.into())])
+            .cluster(&cluster_uuid, cluster_set)
+            .operation(op);
+        Ok(self.commit(batch).await?.map(|c| c.old_count.unwrap_or(1)))
     }
 
     /// The unfinished operations per state (pending, running): how many, and the age of the
@@ -692,26 +435,6 @@ impl Store {
         transition_on(&mut self.conn().await?, id, from, to, error).await
     }
 
-    /// Marks earlier pending resizes of a nodegroup superseded by operation `latest`.
-    pub async fn supersede_resizes(
-        &self,
-        nodegroup_id: i64,
-        latest: i64,
-    ) -> Result<u64, sqlx::Error> {
-        let r = stmt(
-            "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
-             WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
-        )
-        .bind(OpState::Superseded.as_str())
-        .bind(now())
-        .bind(nodegroup_id)
-        .bind(OpState::Pending.as_str())
-        .bind(latest)
-        .execute(&mut self.conn().await?)
-        .await?;
-        Ok(r.rows_affected())
-    }
-
     /// A running operation the driver started now waits, with what it waits for: one
     /// transaction, which also supersedes older waiting resizes of the same nodegroup (the
     /// newest count is the one the backend moves to). False when it was no longer running.
@@ -737,10 +460,10 @@ impl Store {
         .rows_affected()
             == 1;
         if moved && op.kind() == OpKind::Resize {
-            if let Some(ng) = op.nodegroup_id {
+            if let Some(ng) = &op.nodegroup_uuid {
                 stmt(
                     "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
-                     WHERE nodegroup_id = ? AND kind = 'resize' AND state = ? AND id < ?",
+                     WHERE nodegroup_uuid = ? AND kind = 'resize' AND state = ? AND id < ?",
                 )
                 .bind(OpState::Superseded.as_str())
                 .bind(at)
@@ -840,25 +563,5 @@ impl Store {
             .execute(&mut self.conn().await?)
             .await?;
         Ok(r.rows_affected())
-    }
-
-    /// Restores a nodegroup's count after a failed resize, unless a later resize has already
-    /// written another count.
-    pub async fn restore_count(
-        &self,
-        nodegroup_id: i64,
-        failed_count: i64,
-        old_count: i64,
-    ) -> Result<bool, sqlx::Error> {
-        let r = stmt(
-            "UPDATE nodegroup SET node_count = ?, updated_at = ? WHERE id = ? AND node_count = ?",
-        )
-        .bind(old_count)
-        .bind(now())
-        .bind(nodegroup_id)
-        .bind(failed_count)
-        .execute(&mut self.conn().await?)
-        .await?;
-        Ok(r.rows_affected() == 1)
     }
 }

@@ -150,15 +150,7 @@ impl Store {
     /// Writes every mutable column of `t` (PATCH applies to a copy read in the same request).
     pub async fn update_template(&self, t: &ClusterTemplate) -> Result<(), sqlx::Error> {
         let changes = template_values(t);
-        update_columns(&mut self.conn().await?, t.id, changes).await?;
-        Ok(())
-    }
-
-    pub async fn delete_template(&self, id: i64) -> Result<(), sqlx::Error> {
-        stmt("DELETE FROM cluster_template WHERE id = ?")
-            .bind(id)
-            .execute(&mut self.conn().await?)
-            .await?;
+        update_columns(&mut self.conn().await?, &t.uuid, changes).await?;
         Ok(())
     }
 

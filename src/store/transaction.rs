@@ -26,13 +26,18 @@ enum End {
 }
 
 impl Store {
-    /// Begins a transaction on a connection of its own.
+    /// Begins a transaction on a connection of its own. On SQLite it begins `IMMEDIATE`:
+    /// it holds the database's write lock from its first statement, so what it reads stays
+    /// true until it commits (the guards of [`super::guard`] rely on it), and it never fails
+    /// half-way when another writer committed since its first read (a deferred transaction
+    /// that read, then writes, gets SQLITE_BUSY at once instead of waiting).
     pub(crate) async fn begin(&self) -> Result<Tx, sqlx::Error> {
         let mut conn = self.conn().await?;
         match &mut conn {
             Conn::Sqlite(c) => {
                 c.hold_open();
-                <Sqlite as Database>::TransactionManager::begin(c, None).await?;
+                <Sqlite as Database>::TransactionManager::begin(c, Some("BEGIN IMMEDIATE".into()))
+                    .await?;
             }
             Conn::Mysql(c) => {
                 c.hold_open();

@@ -117,7 +117,7 @@ async fn set_cluster_status(app: &TestApp, cluster_uuid: &str, status: &str) {
         .expect("cluster exists");
     app.state
         .store
-        .update_cluster(c.id, &[ClusterSet::Status(status.into())])
+        .update_cluster(&c.uuid, &[ClusterSet::Status(status.into())])
         .await
         .expect("set status");
 }
@@ -126,7 +126,7 @@ async fn set_bounds(app: &TestApp, ng: &Value, min: Option<i64>, max: Option<i64
     app.state
         .store
         .update_nodegroup(
-            ng_id(ng),
+            &ng_uuid(ng),
             &[
                 NodeGroupSet::MinNodeCount(min.unwrap_or_default()),
                 NodeGroupSet::MaxNodeCount(max),
@@ -1782,6 +1782,7 @@ async fn concurrent_resizes_of_one_nodegroup_end_at_the_newest_accepted_count() 
     let (app, rec) = spawn_recording_app().await;
     let fx = app.standard_fixture().await;
     let worker_id = ng_id(&app.nodegroup("k8s", "default-worker").await);
+    let worker_uuid = ng_uuid(&app.nodegroup("k8s", "default-worker").await);
     let app = Arc::new(app);
     // 1..=50 in a scrambled order (17 is coprime with 50).
     let counts: Vec<i64> = (0..50).map(|i| (i * 17) % 50 + 1).collect();
@@ -1819,7 +1820,9 @@ async fn concurrent_resizes_of_one_nodegroup_end_at_the_newest_accepted_count() 
         .expect("operations");
     let resizes: Vec<_> = ops
         .iter()
-        .filter(|o| o.kind() == OpKind::Resize && o.nodegroup_id == Some(worker_id))
+        .filter(|o| {
+            o.kind() == OpKind::Resize && o.nodegroup_uuid.as_deref() == Some(worker_uuid.as_str())
+        })
         .collect();
     assert_eq!(resizes.len(), 50);
     let newest = resizes.iter().max_by_key(|o| o.id).expect("newest");

@@ -100,12 +100,12 @@ async fn nodegroup_rows(app: &TestApp, uuid: &str) -> Vec<magnum_rs::model::Node
         .expect("db")
 }
 
-async fn ng_id(app: &TestApp, cluster: &str, name: &str) -> i64 {
+async fn ng_uuid(app: &TestApp, cluster: &str, name: &str) -> String {
     nodegroup_rows(app, cluster)
         .await
         .into_iter()
         .find(|n| n.name == name)
-        .map(|n| n.id)
+        .map(|n| n.uuid)
         .expect("nodegroup row")
 }
 
@@ -265,7 +265,7 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
     let c = cluster_row(&app, &f.k8s).await;
     store
         .update_cluster(
-            c.id,
+            &c.uuid,
             &[
                 ClusterSet::Status("UPDATE_FAILED".into()),
                 ClusterSet::StatusReason(Some("worker failed".into())),
@@ -273,10 +273,10 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
         )
         .await
         .expect("db");
-    let worker = ng_id(&app, &f.k8s, "default-worker").await;
+    let worker = ng_uuid(&app, &f.k8s, "default-worker").await;
     store
         .update_nodegroup(
-            worker,
+            &worker,
             &[
                 NodeGroupSet::Status("UPDATE_FAILED".into()),
                 NodeGroupSet::StatusReason(Some("no capacity".into())),
@@ -301,17 +301,17 @@ async fn cluster_show_adds_faults_of_failed_nodegroups_when_the_cluster_failed()
     // A failed cluster whose nodegroups are fine shows an empty faults dict; a cluster
     // status outside the failed set shows none even with a failed nodegroup.
     store
-        .update_nodegroup(worker, &[NodeGroupSet::Status("UPDATE_COMPLETE".into())])
+        .update_nodegroup(&worker, &[NodeGroupSet::Status("UPDATE_COMPLETE".into())])
         .await
         .expect("db");
     let r = app.get("/v1/clusters/k8s", &As::member()).await;
     assert_eq!(r.body["faults"], json!({}));
     store
-        .update_nodegroup(worker, &[NodeGroupSet::Status("UPDATE_FAILED".into())])
+        .update_nodegroup(&worker, &[NodeGroupSet::Status("UPDATE_FAILED".into())])
         .await
         .expect("db");
     store
-        .update_cluster(c.id, &[ClusterSet::Status("UPDATE_IN_PROGRESS".into())])
+        .update_cluster(&c.uuid, &[ClusterSet::Status("UPDATE_IN_PROGRESS".into())])
         .await
         .expect("db");
     let r = app.get("/v1/clusters/k8s", &As::member()).await;
@@ -334,10 +334,10 @@ async fn cluster_counts_and_addresses_are_computed_from_nodegroups() {
         ("default-worker", 2, addr(&["10.0.0.20", "10.0.0.21"])),
         ("extra", 3, addr(&["10.0.0.30"])),
     ] {
-        let id = ng_id(&app, &f.k8s, ng).await;
+        let id = ng_uuid(&app, &f.k8s, ng).await;
         store
             .update_nodegroup(
-                id,
+                &id,
                 &[
                     NodeGroupSet::NodeCount(count),
                     NodeGroupSet::NodeAddresses(addresses),
@@ -371,15 +371,15 @@ async fn summary_list_counts_equal_the_detail_counts_for_odd_nodegroup_rows() {
     let f = app.standard_fixture().await;
     add_nodegroup(&app, "extra", 4).await;
     let store = &app.state.store;
-    let extra = ng_id(&app, &f.k8s, "extra").await;
-    let worker = ng_id(&app, &f.k8s, "default-worker").await;
+    let extra = ng_uuid(&app, &f.k8s, "extra").await;
+    let worker = ng_uuid(&app, &f.k8s, "default-worker").await;
     let mut side = store.side_connection().await.expect("connection");
-    sqlx::query("UPDATE nodegroup SET role = NULL WHERE id = ?")
+    sqlx::query("UPDATE nodegroup SET role = NULL WHERE uuid = ?")
         .bind(extra)
         .execute(&mut side)
         .await
         .expect("null role");
-    sqlx::query("UPDATE nodegroup SET node_count = NULL WHERE id = ?")
+    sqlx::query("UPDATE nodegroup SET node_count = NULL WHERE uuid = ?")
         .bind(worker)
         .execute(&mut side)
         .await
@@ -1746,7 +1746,7 @@ async fn summary_list_counts_only_the_exact_master_role_as_masters() {
     add_nodegroup(&app, "padded", 6).await;
     let mut side = app.state.store.side_connection().await.expect("connection");
     for (name, role) in [("upper", "Master"), ("padded", "master ")] {
-        let id = ng_id(&app, &f.k8s, name).await;
+        let id = ng_uuid(&app, &f.k8s, name).await;
         sqlx::query("UPDATE nodegroup SET role = ? WHERE id = ?")
             .bind(role)
             .bind(id)

@@ -22,7 +22,7 @@ use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::RequestContext;
 use crate::state::AppState;
-use crate::store::{Marker, Table};
+use crate::store::{Batch, Guard, Marker, Refused, Table};
 
 pub use create::ClusterTemplateCreate;
 pub use validate::enforce_volume_storage_size;
@@ -194,6 +194,19 @@ async fn delete_template(
         // `destroy()` passes the template's uuid, whatever identifier the client used.
         return Err(ApiError::ClusterTemplateReferenced(t.uuid.clone()));
     }
-    state.store.delete_template(t.id).await?;
+    // Checked again under the template's lock, which a cluster create takes too: a create
+    // that raced this delete either counts here or finds the template gone.
+    let batch = Batch::default()
+        .guard(Guard::template(&t.uuid))
+        .guard(Guard::template_unused(&t.uuid))
+        .delete_template(&t.uuid);
+    state
+        .store
+        .commit(batch)
+        .await?
+        .map_err(|refused| match refused {
+            Refused::TemplateInUse => ApiError::ClusterTemplateReferenced(t.uuid.clone()),
+            _ => ApiError::ClusterTemplateNotFound(ident.clone()),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }

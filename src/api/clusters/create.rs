@@ -15,12 +15,14 @@ use crate::api::extract::{ApiVersion, MagnumBody};
 use crate::api::lookup;
 use crate::api::microversion::Version;
 use crate::api::query::Query;
+use crate::api::refusals::{Refusing, Subject};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
     status, Cluster, ClusterTemplate, NodeGroup, RequestContext, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
+use crate::store::{Batch, Guard};
 
 const WRITABLE: &[&str] = &[
     "uuid",
@@ -163,10 +165,9 @@ pub(super) async fn create_cluster(
 
     // Decorators: template lookup (400 instead of 404 below 1.10), cluster type, master size.
     let scope = lookup::template_scope(&ctx, false);
-    let template = ct_not_found_to_bad_request(
-        version,
-        lookup::template(&state, &scope, &req.cluster_template_id).await,
-    )?;
+    let template = lookup::template(&state, &scope, &req.cluster_template_id)
+        .await
+        .map_err(|e| ct_not_found_as_bad_request(version, e))?;
     // `enforce_cluster_type_supported`: Magnum resolves by triple only here; magnum-rs uses
     // the template's driver (named, or by triple), because without Glance a template may
     // have no distro.
@@ -179,7 +180,7 @@ pub(super) async fn create_cluster(
         return Err(ApiError::ZeroNodeCountNotSupported);
     }
     enforce(&state, &ctx, "cluster:create")?;
-    check_cluster_quota_limit(&state, &ctx).await?;
+    let quota = check_cluster_quota_limit(&state, &ctx).await?;
     if template.hidden.unwrap_or(false) && !ctx.is_admin {
         return Err(ApiError::NotAuthorized);
     }
@@ -228,36 +229,52 @@ pub(super) async fn create_cluster(
     let nodegroups = default_nodegroups(&cluster, &template, req.master_count, req.node_count);
     let op = NewOperation {
         cluster_uuid: cluster.uuid.clone(),
-        nodegroup_id: None,
+        nodegroup_uuid: None,
         old_count: None,
         new_count: None,
         payload: OpPayload::CreateCluster { create_timeout },
     };
+    // The template and the quota again, under the template's and the project's locks in the
+    // transaction that inserts: a template delete or other creates of the project that raced
+    // this one are counted (a burst of creates stores at most the quota's headroom).
+    let mut batch = Batch::default()
+        .guard(Guard::template(&template.uuid))
+        .guard(quota)
+        .insert_cluster(cluster.clone());
+    for ng in nodegroups {
+        batch = batch.insert_nodegroup(ng);
+    }
+    let refusing = Refusing {
+        verb: "Creating",
+        on: Subject::Cluster,
+        cluster: "",
+        nodegroup: "",
+        template: &req.cluster_template_id,
+    };
     state
         .store
-        .insert_cluster(&cluster, &nodegroups, Some(&op))
-        .await?;
+        .commit(batch.operation(op))
+        .await?
+        .map_err(|refused| ct_not_found_as_bad_request(version, refusing.error(refused)))?;
     state.operations.kick();
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
 }
 
 /// `validation.ct_not_found_to_bad_request` (on the 1.1–1.9 `post` only): a template that
 /// cannot be found is a 400 with the 404's text.
-fn ct_not_found_to_bad_request(
-    version: Version,
-    found: ApiResult<ClusterTemplate>,
-) -> ApiResult<ClusterTemplate> {
-    match found {
-        Err(ApiError::ClusterTemplateNotFound(t)) if !version.at_least(1, 10) => Err(
-            ApiError::InvalidParameterValue(format!("ClusterTemplate {t} could not be found.")),
-        ),
+fn ct_not_found_as_bad_request(version: Version, e: ApiError) -> ApiError {
+    match e {
+        ApiError::ClusterTemplateNotFound(t) if !version.at_least(1, 10) => {
+            ApiError::InvalidParameterValue(format!("ClusterTemplate {t} could not be found."))
+        }
         other => other,
     }
 }
 
 /// `ClustersController._check_cluster_quota_limit`: the project's row in Magnum's `quotas`
-/// table, else `[quotas] max_clusters_per_project`.
-async fn check_cluster_quota_limit(state: &AppState, ctx: &RequestContext) -> ApiResult<()> {
+/// table, else `[quotas] max_clusters_per_project`. Returns the quota as a guard, which the
+/// insert checks again under the project's lock.
+async fn check_cluster_quota_limit(state: &AppState, ctx: &RequestContext) -> ApiResult<Guard> {
     let project = ctx.project_id.clone().unwrap_or_default();
     let limit =
         crate::api::quotas::effective_limit(state, &project, crate::api::quotas::CLUSTER_RESOURCE)
@@ -267,7 +284,7 @@ async fn check_cluster_quota_limit(state: &AppState, ctx: &RequestContext) -> Ap
             "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."
         )));
     }
-    Ok(())
+    Ok(Guard::cluster_quota(&project, limit))
 }
 
 /// `attr_validator.validate_master_count`: several masters need a load balancer.

@@ -17,12 +17,13 @@ use super::extract::{ApiVersion, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATION_ARGS};
+use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
-use crate::store::{ClusterSet, Marker, Table};
+use crate::store::{Batch, ClusterSet, Guard, Marker, Refused, Table};
 
 pub use create::ClusterCreate;
 pub use update::validate_cluster_properties;
@@ -246,7 +247,8 @@ async fn show_cluster(
     Ok(Json(doc))
 }
 
-/// Mirrors `ClustersController.delete` (204; the driver deletes asynchronously).
+/// Mirrors `ClustersController.delete` (204; the driver deletes asynchronously). A cluster
+/// already being deleted answers 204 again and records nothing: its delete is under way.
 async fn delete_cluster(
     State(state): State<AppState>,
     ctx: RequestContext,
@@ -255,7 +257,8 @@ async fn delete_cluster(
 ) -> ApiResult<StatusCode> {
     Query::parse(raw.as_deref(), &[])?;
     let all_tenants = admin_all_tenants(&state, &ctx, "cluster:delete_all_projects")?;
-    let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
+    let tenancy = Tenancy::of(&ctx, all_tenants);
+    let c = lookup::cluster(&state, &tenancy, &ident).await?;
     enforce_on(
         &state,
         &ctx,
@@ -263,16 +266,30 @@ async fn delete_cluster(
         c.project_id.as_deref(),
         c.user_id.as_deref(),
     )?;
-    let batch = crate::store::operations::Batch::default()
-        .cluster(c.id, ClusterSet::status(status::DELETE_IN_PROGRESS))
+    let batch = Batch::default()
+        .guard(Guard::cluster(&c.uuid, tenancy))
+        .guard(Guard::cluster_status(&c.uuid, status::not_deleting))
+        .cluster(&c.uuid, ClusterSet::status(status::DELETE_IN_PROGRESS))
         .operation(NewOperation {
             cluster_uuid: c.uuid.clone(),
-            nodegroup_id: None,
+            nodegroup_uuid: None,
             old_count: None,
             new_count: None,
             payload: OpPayload::DeleteCluster,
         });
-    state.store.commit(batch).await?;
-    state.operations.kick();
+    match state.store.commit(batch).await? {
+        Ok(_) => state.operations.kick(),
+        Err(Refused::ClusterStatus(_)) => {}
+        Err(refused) => {
+            return Err(Refusing {
+                verb: "Deleting",
+                on: Subject::Cluster,
+                cluster: &ident,
+                nodegroup: "",
+                template: "",
+            }
+            .error(refused))
+        }
+    }
     Ok(StatusCode::NO_CONTENT)
 }

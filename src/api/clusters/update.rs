@@ -10,7 +10,7 @@ use super::view::cluster_doc;
 use super::HEALTH_STATUSES;
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
-use crate::api::cluster_actions::resize_refused;
+use crate::api::cluster_actions::resizing;
 use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch;
 use crate::api::lookup;
@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{status, ClusterCounts, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
-use crate::store::ClusterSet;
+use crate::store::{Batch, ClusterSet, Guard};
 
 /// `ClusterPatchType.internal_attrs`.
 const PATCH_INTERNAL: &[&str] = &[
@@ -91,7 +91,8 @@ pub(super) async fn update_cluster(
     }
     let ops = jsonpatch::parse(&bytes, PATCH_INTERNAL, &["/cluster_template_id"])?;
     let all_tenants = admin_all_tenants(&state, &ctx, "cluster:update_all_projects")?;
-    let c = lookup::cluster(&state, &Tenancy::of(&ctx, all_tenants), &ident).await?;
+    let tenancy = Tenancy::of(&ctx, all_tenants);
+    let c = lookup::cluster(&state, &tenancy, &ident).await?;
     enforce_on(
         &state,
         &ctx,
@@ -159,7 +160,14 @@ pub(super) async fn update_cluster(
         // No resize: the health fields alone.
         None => {
             if !changes.is_empty() {
-                state.store.update_cluster(c.id, &changes).await?;
+                let batch = Batch::default()
+                    .guard(Guard::cluster(&c.uuid, tenancy))
+                    .cluster(&c.uuid, changes);
+                state
+                    .store
+                    .commit(batch)
+                    .await?
+                    .map_err(|refused| resizing(&ident, "", "Updating").error(refused))?;
             }
         }
         // The health fields and the resize in one transaction, so a refused resize writes
@@ -174,7 +182,7 @@ pub(super) async fn update_cluster(
             }
             let op = NewOperation {
                 cluster_uuid: c.uuid.clone(),
-                nodegroup_id: Some(w.id),
+                nodegroup_uuid: Some(w.uuid.clone()),
                 old_count: None,
                 new_count: Some(node_count),
                 payload: OpPayload::resize(),
@@ -182,16 +190,16 @@ pub(super) async fn update_cluster(
             let accepted = state
                 .store
                 .accept_resize(AcceptResize {
-                    cluster_id: c.id,
-                    nodegroup_id: w.id,
-                    seen: w.node_count,
+                    cluster_uuid: c.uuid.clone(),
+                    tenancy,
+                    nodegroup_uuid: w.uuid.clone(),
                     new_count: node_count,
                     op,
                     allowed: status::allows_update,
                     cluster_changes: changes,
                 })
                 .await?;
-            accepted.map_err(|refused| resize_refused(refused, &ident, &w.name, "Updating"))?;
+            accepted.map_err(|refused| resizing(&ident, &w.name, "Updating").error(refused))?;
             state.operations.kick();
         }
     }

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::attributes::read_attrs;
 use super::validate::{validate_nodegroup, Validating};
@@ -17,11 +17,12 @@ use crate::api::body::Body;
 use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::lookup;
 use crate::api::query::{base_url, Query};
+use crate::api::refusals::{Refusing, Subject};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, NodeGroup, RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::ClusterSet;
+use crate::store::operations::{NewOperation, OpPayload};
+use crate::store::{Batch, ClusterSet, Guard};
 
 const WRITABLE: &[&str] = &[
     "id",
@@ -112,7 +113,8 @@ pub(super) async fn create_nodegroup(
     let req = NodeGroupCreate::from_body(&bytes)?;
     let mut ng = req.nodegroup.clone();
     enforce(&state, &ctx, "nodegroup:create")?;
-    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &cluster_ident).await?;
+    let tenancy = Tenancy::of(&ctx, false);
+    let cluster = lookup::cluster(&state, &tenancy, &cluster_ident).await?;
     if cluster
         .api_address
         .as_deref()
@@ -167,51 +169,55 @@ pub(super) async fn create_nodegroup(
     ng.is_default = Some(req.is_default.unwrap_or(false));
     ng.stack_id = cluster.stack_id.clone();
     ng.status = Some(status::CREATE_IN_PROGRESS.into());
-    // The response carries what Magnum's API had set before the conductor created the row.
-    let mut doc = Map::new();
-    for (k, v) in nodegroup_doc(&ng) {
-        if matches!(
-            k.as_str(),
-            "cluster_id"
-                | "flavor_id"
-                | "image_id"
-                | "labels"
-                | "max_node_count"
-                | "min_node_count"
-                | "name"
-                | "node_count"
-                | "project_id"
-                | "role"
-                | "uuid"
-        ) || (req.sets(&k)
-            && !matches!(k.as_str(), "id" | "status" | "created_at" | "updated_at"))
-        {
-            doc.insert(k, v);
-        }
-    }
+    // Checked again under the cluster's lock in the transaction that inserts: a cluster
+    // delete that raced this create either sees the new nodegroup (and deletes it with the
+    // cluster) or this create finds the cluster gone or being deleted.
     let batch = Batch::default()
+        .guard(Guard::cluster(&cluster.uuid, tenancy))
+        .guard(Guard::cluster_status(&cluster.uuid, status::not_deleting))
         .insert_nodegroup(ng.clone())
         .cluster(
-            cluster.id,
+            &cluster.uuid,
             [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),
-            nodegroup_id: None,
+            nodegroup_uuid: Some(ng.uuid.clone()),
             old_count: None,
             new_count: Some(ng.node_count),
             payload: OpPayload::CreateNodeGroup,
         });
-    state.store.commit(batch).await.map_err(|e| match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => ApiError::NodeGroupAlreadyExists {
-            name: ng.name.clone(),
-            cluster: cluster.name.clone().unwrap_or_default(),
-        },
-        _ => e.into(),
-    })?;
+    let refusing = Refusing {
+        verb: "Creating",
+        on: Subject::NodeGroup,
+        cluster: &cluster_ident,
+        nodegroup: &ng.name,
+        template: "",
+    };
+    state
+        .store
+        .commit(batch)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => {
+                ApiError::NodeGroupAlreadyExists {
+                    name: ng.name.clone(),
+                    cluster: cluster.name.clone().unwrap_or_default(),
+                }
+            }
+            _ => e.into(),
+        })?
+        .map_err(|refused| refusing.error(refused))?;
     state.operations.kick();
+    // The whole nodegroup as recorded (Magnum's `NodeGroup.convert` of the created object;
+    // docs/compatibility.md): read back, or as inserted if a delete removed it meanwhile.
+    let stored = state.store.nodegroup_by_uuid(&ng.uuid).await?.unwrap_or(ng);
     Ok((
         StatusCode::ACCEPTED,
-        Json(render_detail(doc, &cluster, &base_url(&headers))),
+        Json(render_detail(
+            nodegroup_doc(&stored),
+            &cluster,
+            &base_url(&headers),
+        )),
     ))
 }

@@ -22,14 +22,15 @@ use super::extract::{ApiVersion, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
 use super::query::{base_url, next_link, PageArgs, Query};
+use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::drivers::Driver;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
-use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::{ClusterSet, Marker, NodeGroupSet, Table};
+use crate::store::operations::{NewOperation, OpPayload};
+use crate::store::{Batch, ClusterSet, Guard, Marker, NodeGroupSet, Refused, Table};
 
 pub use create::NodeGroupCreate;
 
@@ -163,6 +164,7 @@ async fn driver_of(state: &AppState, cluster: &Cluster) -> ApiResult<Option<Arc<
 }
 
 /// Mirrors `NodeGroupController.delete` (1.9+): 204; default nodegroups cannot be deleted.
+/// A nodegroup (or cluster) already being deleted answers 204 again and records nothing.
 async fn delete_nodegroup(
     State(state): State<AppState>,
     ApiVersion(version): ApiVersion,
@@ -173,28 +175,46 @@ async fn delete_nodegroup(
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
     enforce(&state, &ctx, "nodegroup:delete")?;
-    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &cluster_ident).await?;
+    let tenancy = Tenancy::of(&ctx, false);
+    let cluster = lookup::cluster(&state, &tenancy, &cluster_ident).await?;
     let ng = lookup::nodegroup(&state, &ctx, &cluster.uuid, &ng_ident).await?;
     if ng.is_default() {
         return Err(ApiError::DeletingDefaultNgNotSupported);
     }
     let batch = Batch::default()
+        .guard(Guard::cluster(&cluster.uuid, tenancy))
+        .guard(Guard::nodegroup(&ng.uuid, &cluster.uuid))
+        .guard(Guard::cluster_status(&cluster.uuid, status::not_deleting))
+        .guard(Guard::nodegroup_status(&ng.uuid, status::not_deleting))
         .nodegroup(
-            ng.id,
+            &ng.uuid,
             [NodeGroupSet::Status(status::DELETE_IN_PROGRESS.into())],
         )
         .cluster(
-            cluster.id,
+            &cluster.uuid,
             [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),
-            nodegroup_id: Some(ng.id),
+            nodegroup_uuid: Some(ng.uuid.clone()),
             old_count: None,
             new_count: None,
             payload: OpPayload::DeleteNodeGroup,
         });
-    state.store.commit(batch).await?;
-    state.operations.kick();
+    match state.store.commit(batch).await? {
+        Ok(_) => state.operations.kick(),
+        // Its delete (or the cluster's) is under way.
+        Err(Refused::ClusterStatus(_) | Refused::NodeGroupStatus(_)) => {}
+        Err(refused) => {
+            return Err(Refusing {
+                verb: "Deleting",
+                on: Subject::NodeGroup,
+                cluster: &cluster_ident,
+                nodegroup: &ng_ident,
+                template: "",
+            }
+            .error(refused))
+        }
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,11 +16,12 @@ use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch::{self, BASE_INTERNAL};
 use crate::api::lookup;
 use crate::api::query::{base_url, Query};
+use crate::api::refusals::{Refusing, Subject};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{RequestContext, Tenancy};
+use crate::model::{status, RequestContext, Tenancy};
 use crate::state::AppState;
-use crate::store::operations::{Batch, NewOperation, OpPayload};
-use crate::store::NodeGroupSet;
+use crate::store::operations::{NewOperation, OpPayload};
+use crate::store::{Batch, Guard, NodeGroupSet};
 
 /// `NodeGroupPatchType.internal_attrs` beyond the base ones.
 const PATCH_INTERNAL_EXTRA: &[&str] = &[
@@ -59,7 +60,8 @@ pub(super) async fn update_nodegroup(
         .copied()
         .collect();
     let ops = jsonpatch::parse(&bytes, &internal, &[])?;
-    let cluster = lookup::cluster(&state, &Tenancy::of(&ctx, false), &cluster_ident).await?;
+    let tenancy = Tenancy::of(&ctx, false);
+    let cluster = lookup::cluster(&state, &tenancy, &cluster_ident).await?;
     enforce(&state, &ctx, "nodegroup:update")?;
     let current = lookup::nodegroup(&state, &ctx, &cluster.uuid, &ng_ident).await?;
     let mut doc = nodegroup_doc(&current);
@@ -98,16 +100,33 @@ pub(super) async fn update_nodegroup(
         || ng.node_labels != current.node_labels
         || ng.node_taints != current.node_taints;
     if changed {
+        // Checked again under the rows' locks: the nodegroup is still the cluster's, and
+        // neither is being deleted.
         let batch = Batch::default()
-            .nodegroup(ng.id, changes)
+            .guard(Guard::cluster(&cluster.uuid, tenancy))
+            .guard(Guard::nodegroup(&ng.uuid, &cluster.uuid))
+            .guard(Guard::cluster_status(&cluster.uuid, status::not_deleting))
+            .guard(Guard::nodegroup_status(&ng.uuid, status::not_deleting))
+            .nodegroup(&ng.uuid, changes)
             .operation(NewOperation {
                 cluster_uuid: cluster.uuid.clone(),
-                nodegroup_id: Some(ng.id),
+                nodegroup_uuid: Some(ng.uuid.clone()),
                 old_count: None,
                 new_count: None,
                 payload: OpPayload::UpdateNodeGroup,
             });
-        state.store.commit(batch).await?;
+        let refusing = Refusing {
+            verb: "Updating",
+            on: Subject::NodeGroup,
+            cluster: &cluster_ident,
+            nodegroup: &ng_ident,
+            template: "",
+        };
+        state
+            .store
+            .commit(batch)
+            .await?
+            .map_err(|refused| refusing.error(refused))?;
         state.operations.kick();
     }
     // Magnum answers with the object it handed to the conductor: the new values, and the

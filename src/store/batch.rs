@@ -1,0 +1,396 @@
+//! Writes that land together or not at all: a [`Batch`] of steps, each naming its rows by
+//! uuid, behind the [`Guard`]s they depend on, committed in one transaction by
+//! [`Store::commit`]. Handlers and the operations worker write through it; a refusal
+//! ([`Refused`]) writes nothing.
+
+use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
+use super::clusters::insert_cluster_on;
+use super::guard::{self, Guard, Refused};
+use super::nodegroups::insert_nodegroup_on;
+use super::operations::{insert_operation, transition_on, NewOperation, OpState};
+use super::schema::{ClusterCol, NodeGroupCol};
+use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
+use crate::model::{Cluster, NodeGroup};
+
+/// Writes that must land together, with at most one operation record, and the conditions
+/// they depend on.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    guards: Vec<Guard>,
+    steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    UpdateCluster {
+        uuid: String,
+        changes: Vec<(ClusterCol, Bind)>,
+        unless_deleting: bool,
+    },
+    UpdateNodeGroup {
+        uuid: String,
+        changes: Vec<(NodeGroupCol, Bind)>,
+        unless_deleting: bool,
+    },
+    /// The cluster's status once its last open operation ends: written only when no
+    /// operation of the cluster but `except` is pending, running or waiting (read under the
+    /// cluster's lock, so two operations ending at once cannot both leave it in progress).
+    SettleCluster {
+        uuid: String,
+        status: String,
+        except: i64,
+    },
+    /// A resize's new count; the count it replaces becomes the `old_count` of the batch's
+    /// operation.
+    SetCount {
+        nodegroup_uuid: String,
+        count: i64,
+    },
+    InsertCluster(Box<Cluster>),
+    InsertNodeGroup(Box<NodeGroup>),
+    Operation(NewOperation),
+    /// Moves an operation from one state to another; the batch is rolled back when the
+    /// operation is no longer in the `from` state.
+    Transition {
+        id: i64,
+        from: OpState,
+        to: OpState,
+        error: Option<String>,
+    },
+    RestoreCount {
+        nodegroup_uuid: String,
+        failed_count: i64,
+        old_count: i64,
+    },
+    DeleteNodeGroup(String),
+    DeleteCluster(String),
+    DeleteTemplate(String),
+}
+
+/// What a committed batch read under its locks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The count a [`Batch::set_count`] replaced (a NULL count reads 1, as Magnum's default).
+    pub old_count: Option<i64>,
+}
+
+impl Batch {
+    /// A condition the writes depend on, checked under the rows' locks before any is made.
+    pub fn guard(mut self, g: Guard) -> Self {
+        self.guards.push(g);
+        self
+    }
+
+    /// Writes `changes` to the cluster `uuid`.
+    pub fn cluster(mut self, uuid: &str, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
+        let changes: Vec<ClusterSet> = changes.into_iter().collect();
+        self.steps.push(Step::UpdateCluster {
+            uuid: uuid.to_string(),
+            changes: cluster_columns(&changes),
+            unless_deleting: false,
+        });
+        self
+    }
+
+    /// Writes `changes` to the cluster `uuid` unless it is being deleted (an outcome of
+    /// other work must not overwrite `DELETE_IN_PROGRESS`).
+    pub fn cluster_unless_deleting(
+        mut self,
+        uuid: &str,
+        changes: impl IntoIterator<Item = ClusterSet>,
+    ) -> Self {
+        let changes: Vec<ClusterSet> = changes.into_iter().collect();
+        self.steps.push(Step::UpdateCluster {
+            uuid: uuid.to_string(),
+            changes: cluster_columns(&changes),
+            unless_deleting: true,
+        });
+        self
+    }
+
+    /// Writes `changes` to the nodegroup `uuid`.
+    pub fn nodegroup(
+        mut self,
+        uuid: &str,
+        changes: impl IntoIterator<Item = NodeGroupSet>,
+    ) -> Self {
+        let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
+        self.steps.push(Step::UpdateNodeGroup {
+            uuid: uuid.to_string(),
+            changes: nodegroup_columns(&changes),
+            unless_deleting: false,
+        });
+        self
+    }
+
+    /// Writes `changes` to the nodegroup `uuid` unless it is being deleted.
+    pub fn nodegroup_unless_deleting(
+        mut self,
+        uuid: &str,
+        changes: impl IntoIterator<Item = NodeGroupSet>,
+    ) -> Self {
+        let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
+        self.steps.push(Step::UpdateNodeGroup {
+            uuid: uuid.to_string(),
+            changes: nodegroup_columns(&changes),
+            unless_deleting: true,
+        });
+        self
+    }
+
+    /// `status` (with an empty reason) on the cluster `uuid` if operation `except` is the
+    /// last of its open operations, and the cluster is not being deleted. The batch needs a
+    /// [`Guard::Cluster`] on it (its lock makes the count true until the commit).
+    pub fn settle_cluster(mut self, uuid: &str, status: &str, except: i64) -> Self {
+        self.steps.push(Step::SettleCluster {
+            uuid: uuid.to_string(),
+            status: status.to_string(),
+            except,
+        });
+        self
+    }
+
+    /// A resize's new count of the nodegroup `uuid`; the replaced count is read under the
+    /// lock and becomes the `old_count` of the batch's operation (and of [`Committed`]).
+    pub fn set_count(mut self, nodegroup_uuid: &str, count: i64) -> Self {
+        self.steps.push(Step::SetCount {
+            nodegroup_uuid: nodegroup_uuid.to_string(),
+            count,
+        });
+        self
+    }
+
+    pub fn insert_cluster(mut self, c: Cluster) -> Self {
+        self.steps.push(Step::InsertCluster(Box::new(c)));
+        self
+    }
+
+    pub fn insert_nodegroup(mut self, ng: NodeGroup) -> Self {
+        self.steps.push(Step::InsertNodeGroup(Box::new(ng)));
+        self
+    }
+
+    pub fn operation(mut self, op: NewOperation) -> Self {
+        self.steps.push(Step::Operation(op));
+        self
+    }
+
+    pub fn transition(mut self, id: i64, from: OpState, to: OpState) -> Self {
+        self.steps.push(Step::Transition {
+            id,
+            from,
+            to,
+            error: None,
+        });
+        self
+    }
+
+    /// A transition that records why (a failure's reason).
+    pub fn transition_failed(mut self, id: i64, from: OpState, reason: &str) -> Self {
+        self.steps.push(Step::Transition {
+            id,
+            from,
+            to: OpState::Failed,
+            error: Some(reason.to_string()),
+        });
+        self
+    }
+
+    /// Restores a nodegroup's count after a failed resize, unless a later resize has already
+    /// written another count.
+    pub fn restore_count(
+        mut self,
+        nodegroup_uuid: &str,
+        failed_count: i64,
+        old_count: i64,
+    ) -> Self {
+        self.steps.push(Step::RestoreCount {
+            nodegroup_uuid: nodegroup_uuid.to_string(),
+            failed_count,
+            old_count,
+        });
+        self
+    }
+
+    /// Deletes a cluster's row and its nodegroups' (a finished cluster delete).
+    pub fn delete_cluster(mut self, uuid: &str) -> Self {
+        self.steps.push(Step::DeleteCluster(uuid.to_string()));
+        self
+    }
+
+    /// Deletes a nodegroup row (a finished nodegroup delete).
+    pub fn delete_nodegroup(mut self, uuid: &str) -> Self {
+        self.steps.push(Step::DeleteNodeGroup(uuid.to_string()));
+        self
+    }
+
+    pub fn delete_template(mut self, uuid: &str) -> Self {
+        self.steps.push(Step::DeleteTemplate(uuid.to_string()));
+        self
+    }
+}
+
+/// The condition of a write that must not overwrite a delete in progress.
+const NOT_DELETING: &str = "(status IS NULL OR status <> 'DELETE_IN_PROGRESS')";
+
+/// Whether an error is InnoDB's deadlock verdict (SQLSTATE 40001): the transaction was
+/// rolled back and may simply run again.
+fn is_deadlock(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("40001"))
+}
+
+/// How often a batch that InnoDB chose as a deadlock's victim runs again.
+const DEADLOCK_RETRIES: u32 = 3;
+
+impl Store {
+    /// Runs a batch in one transaction: its guards under the rows' locks, then its steps.
+    /// `Err(Refused)` (and nothing written) when a guard does not hold or a transition found
+    /// its operation in another state.
+    pub async fn commit(&self, batch: Batch) -> Result<Result<Committed, Refused>, sqlx::Error> {
+        if self.dialect() == Dialect::Mysql {
+            let projects = guard::quota_projects(&batch.guards);
+            if !projects.is_empty() {
+                guard::ensure_project_rows(&mut self.conn().await?, &projects).await?;
+            }
+        }
+        let mut retries = 0;
+        loop {
+            match self.commit_once(&batch).await {
+                Err(e) if is_deadlock(&e) && retries < DEADLOCK_RETRIES => {
+                    retries += 1;
+                    tracing::debug!(retries, "deadlock: the batch runs again");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn commit_once(&self, batch: &Batch) -> Result<Result<Committed, Refused>, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        if let Err(refused) = guard::check(&mut tx, self.dialect(), &batch.guards).await? {
+            tx.rollback().await?;
+            return Ok(Err(refused));
+        }
+        let written = now();
+        let mut committed = Committed::default();
+        for step in &batch.steps {
+            match step {
+                Step::UpdateCluster {
+                    uuid,
+                    changes,
+                    unless_deleting,
+                } => {
+                    let only = unless_deleting.then_some(NOT_DELETING);
+                    update_columns_where(&mut tx, uuid, changes.clone(), only).await?;
+                }
+                Step::UpdateNodeGroup {
+                    uuid,
+                    changes,
+                    unless_deleting,
+                } => {
+                    let only = unless_deleting.then_some(NOT_DELETING);
+                    update_columns_where(&mut tx, uuid, changes.clone(), only).await?;
+                }
+                Step::SettleCluster {
+                    uuid,
+                    status,
+                    except,
+                } => {
+                    let others: Option<i64> = stmt(
+                        "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? \
+                         AND state IN ('pending', 'running', 'waiting') AND id <> ? LIMIT 1",
+                    )
+                    .bind(uuid.as_str())
+                    .bind(*except)
+                    .scalar_optional(&mut tx)
+                    .await?;
+                    if others.is_none() {
+                        let changes = cluster_columns(&ClusterSet::status(status));
+                        update_columns_where(&mut tx, uuid, changes, Some(NOT_DELETING)).await?;
+                    }
+                }
+                Step::SetCount {
+                    nodegroup_uuid,
+                    count,
+                } => {
+                    let old: Option<Option<i64>> =
+                        stmt("SELECT node_count FROM nodegroup WHERE uuid = ?")
+                            .bind(nodegroup_uuid.as_str())
+                            .scalar_optional(&mut tx)
+                            .await?;
+                    let Some(old) = old else {
+                        tx.rollback().await?;
+                        return Ok(Err(Refused::NodeGroupGone));
+                    };
+                    committed.old_count = Some(old.unwrap_or(1));
+                    update_columns(
+                        &mut tx,
+                        nodegroup_uuid,
+                        vec![(NodeGroupCol::NodeCount, Bind::Int(Some(*count)))],
+                    )
+                    .await?;
+                }
+                Step::InsertCluster(c) => insert_cluster_on(&mut tx, c, &written).await?,
+                Step::InsertNodeGroup(ng) => insert_nodegroup_on(&mut tx, ng, &written).await?,
+                Step::Operation(op) => {
+                    let mut op = op.clone();
+                    if committed.old_count.is_some() {
+                        op.old_count = committed.old_count;
+                    }
+                    insert_operation(&mut tx, &op).await?;
+                }
+                Step::RestoreCount {
+                    nodegroup_uuid,
+                    failed_count,
+                    old_count,
+                } => {
+                    stmt(
+                        "UPDATE nodegroup SET node_count = ?, updated_at = ? \
+                         WHERE uuid = ? AND node_count = ?",
+                    )
+                    .bind(*old_count)
+                    .bind(written.clone())
+                    .bind(nodegroup_uuid.as_str())
+                    .bind(*failed_count)
+                    .execute(&mut tx)
+                    .await?;
+                }
+                Step::DeleteCluster(uuid) => {
+                    stmt("DELETE FROM nodegroup WHERE cluster_id = ?")
+                        .bind(uuid.as_str())
+                        .execute(&mut tx)
+                        .await?;
+                    stmt("DELETE FROM cluster WHERE uuid = ?")
+                        .bind(uuid.as_str())
+                        .execute(&mut tx)
+                        .await?;
+                }
+                Step::DeleteNodeGroup(uuid) => {
+                    stmt("DELETE FROM nodegroup WHERE uuid = ?")
+                        .bind(uuid.as_str())
+                        .execute(&mut tx)
+                        .await?;
+                }
+                Step::DeleteTemplate(uuid) => {
+                    stmt("DELETE FROM cluster_template WHERE uuid = ?")
+                        .bind(uuid.as_str())
+                        .execute(&mut tx)
+                        .await?;
+                }
+                Step::Transition {
+                    id,
+                    from,
+                    to,
+                    error,
+                } => {
+                    if !transition_on(&mut tx, *id, *from, *to, error.as_deref()).await? {
+                        tx.rollback().await?;
+                        return Ok(Err(Refused::OperationMoved));
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(Ok(committed))
+    }
+}
