@@ -29,6 +29,7 @@ mod ops_endpoints;
 mod policy_override;
 mod policy_sample;
 mod quotas;
+mod races;
 mod stats;
 mod store_pool;
 mod versions;

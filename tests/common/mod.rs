@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod invariants;
 pub mod raw_http;
 pub mod server;
 
