@@ -95,6 +95,20 @@ pub struct ApiConfig {
     /// Connections open at once; one more is closed at once. Keep it below the process's
     /// file-descriptor limit (`ulimit -n`), with room for the database and kube clients.
     pub max_connections: usize,
+    /// Connections open at once from one peer (an IPv4 address, an IPv6 /64), so that one
+    /// client's idle sockets cannot take every place of `max_connections`. Behind a proxy
+    /// every client is the proxy: raise it to `max_connections` there.
+    pub max_connections_per_peer: usize,
+    /// Seconds a request's whole body has to arrive, from the end of its headers; then the
+    /// request is answered 408 and its connection closed. A total, not an idle timeout: a
+    /// body sent a byte a second is cut off too.
+    pub body_read_timeout: u64,
+    /// Seconds from a request's headers to its answer; a request still unanswered then is
+    /// answered 503 (its handler is cancelled, an open transaction rolled back).
+    pub request_timeout: u64,
+    /// Seconds that requests in flight get to finish after SIGTERM (no new connection is
+    /// accepted meanwhile, and the operations worker stops); then the process exits anyway.
+    pub shutdown_timeout: u64,
     /// The largest request body in bytes; a larger one gets 413 in Magnum's envelope.
     pub max_request_body_size: usize,
     /// oslo.middleware's `enable_proxy_headers_parsing`: take the links' scheme from
@@ -178,6 +192,10 @@ impl Default for ApiConfig {
             max_limit: 1000,
             header_read_timeout: 20,
             max_connections: 1024,
+            max_connections_per_peer: 128,
+            body_read_timeout: 30,
+            request_timeout: 60,
+            shutdown_timeout: 20,
             max_request_body_size: 2 * 1024 * 1024,
             enable_proxy_headers_parsing: false,
         }

@@ -140,7 +140,10 @@ async fn conductor(state: Conductor, mut shutdown: tokio::sync::watch::Receiver<
     }
 }
 
-/// Serves until `shutdown` resolves, with the conductor role beside the API.
+/// Serves until `shutdown` resolves, with the conductor role beside the API. Then no new
+/// connection is accepted, the worker is told to stop, and requests in flight get `[api]
+/// shutdown_timeout` to finish; whatever is still running then is dropped, so the process
+/// ends even while a client trickles a body or a handler hangs.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -148,16 +151,35 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx)));
+    let stopping = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let worker =
+        run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx.clone())));
     let limits = listener::ConnectionLimits::of(&state.config.api);
-    let app = app(state);
-    listener::serve(listener, app, limits, async move {
+    let api = listener::serve(listener, app(state), limits, stopping(stop_rx.clone()));
+    let worker = async {
+        stopping(stop_rx.clone()).await;
+        if let Some(w) = worker {
+            stop_worker(w, limits.shutdown_timeout).await;
+        }
+    };
+    let signal = async move {
         shutdown.await;
         let _ = stop_tx.send(true);
-    })
-    .await;
-    if let Some(w) = worker {
-        let _ = w.await;
-    }
+    };
+    tokio::join!(api, worker, signal);
     Ok(())
+}
+
+/// Waits for the conductor role to stop, for at most `grace`; then abandons it (operations
+/// are durable: a claimed one is taken up again as after a crash).
+async fn stop_worker(mut worker: tokio::task::JoinHandle<()>, grace: std::time::Duration) {
+    if tokio::time::timeout(grace, &mut worker).await.is_err() {
+        tracing::warn!(
+            shutdown_timeout_s = grace.as_secs(),
+            "the operations worker did not stop by the shutdown deadline: abandoning it"
+        );
+        worker.abort();
+    }
 }
