@@ -63,14 +63,19 @@ impl Default for DatabaseConfig {
     }
 }
 
-/// The identity a noauth request has when it carries no identity headers (a client such
-/// as `openstack --os-auth-type none` sends none).
+/// `[noauth]`: the identity a noauth request has when it carries no identity headers (a
+/// client such as `openstack --os-auth-type none` sends none), and which `Host` names a
+/// noauth service on a loopback address answers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NoauthConfig {
     pub project_id: String,
     pub user_id: String,
     pub roles: Vec<String>,
+    /// Host names (without port) a noauth service bound to a loopback address accepts
+    /// besides `localhost` and loopback addresses; `"*"`: any. A browser page of any other
+    /// name reaching the loopback address (DNS rebinding) is refused with 403.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for NoauthConfig {
@@ -79,6 +84,7 @@ impl Default for NoauthConfig {
             project_id: "noauth-project".into(),
             user_id: "noauth-user".into(),
             roles: vec!["reader".into(), "member".into()],
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! deletes, a refused PATCH, bodies a browser can send cross-site, oversized bodies, paths
 //! that are not UTF-8, forwarded headers, the history of operations, and (with real sockets
 //! against the real binary) slow headers, idle connections and the connection cap; `bounds`:
-//! slow bodies, idle sockets of one peer and the shutdown deadline.
+//! slow bodies, idle sockets of one peer, the shutdown deadline and the noauth `Host` check.
 
 mod common;
 
@@ -734,7 +734,7 @@ fn noauth_on_a_non_loopback_address_starts_with_a_warning() {
 }
 
 /// Bounded by design (issue 28): deadlines on request bodies and answers, a cap per peer
-/// beside the global one, and a shutdown with a deadline.
+/// beside the global one, a shutdown with a deadline, and the noauth `Host` check.
 mod bounds {
     use super::*;
     use common::raw_http;
@@ -1059,5 +1059,127 @@ mod bounds {
         );
         let _ = stop.send(());
         served.await.expect("listener");
+    }
+
+    async fn noauth_get(app: &common::TestApp, path: &str, host: &str) -> Reply {
+        let req = Request::builder()
+            .uri(path)
+            .header("host", host)
+            .header("accept", "application/json")
+            .header("openstack-api-version", LATEST)
+            .body(Body::empty())
+            .expect("request");
+        let resp = app.router.clone().oneshot(req).await.expect("response");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        Reply {
+            status,
+            headers,
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        }
+    }
+
+    #[tokio::test]
+    async fn noauth_on_loopback_refuses_a_host_that_is_not_loopback() {
+        let app = common::spawn_app().await;
+        for host in [
+            "evil.example:9511",
+            "evil.example",
+            "10.0.0.1:9511",
+            "localhost.evil.example",
+        ] {
+            let r = noauth_get(&app, "/v1/clusters", host).await;
+            assert_envelope(
+                &r,
+                StatusCode::FORBIDDEN,
+                "The Host header names neither localhost nor a loopback address, which noauth \
+                 on a loopback address requires ([noauth] allowed_hosts adds names).",
+            );
+        }
+        // A write from such a page stores nothing; the same from a loopback name does.
+        let templates = |app: &common::TestApp| {
+            let app = app.router.clone();
+            async move {
+                let req = Request::builder()
+                    .uri("/v1/clustertemplates")
+                    .header("host", "localhost")
+                    .header("x-project-id", common::PROJECT)
+                    .header("x-roles", "reader")
+                    .body(Body::empty())
+                    .expect("request");
+                let resp = app.oneshot(req).await.expect("response");
+                let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+                let v: Value = serde_json::from_slice(&bytes).expect("json");
+                v["clustertemplates"].as_array().map_or(0, Vec::len)
+            }
+        };
+        let create = create_template_with_host(&app, "evil.example:9511").await;
+        assert_eq!(create, StatusCode::FORBIDDEN);
+        assert_eq!(
+            templates(&app).await,
+            0,
+            "a refused create stored a template"
+        );
+        let create = create_template_with_host(&app, "localhost:9511").await;
+        assert_eq!(create, StatusCode::CREATED);
+        assert_eq!(templates(&app).await, 1);
+        for host in [
+            "127.0.0.1:9511",
+            "localhost:9511",
+            "[::1]:9511",
+            "127.0.0.1",
+            "localhost",
+        ] {
+            let r = noauth_get(&app, "/v1/clusters", host).await;
+            assert_eq!(r.status, StatusCode::OK, "{host}: {}", r.body);
+        }
+        // The version documents act as nobody: any Host, as in keystone mode.
+        let r = noauth_get(&app, "/v1", "evil.example:9511").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+
+    /// A member's template create, sent with `host`; the status.
+    async fn create_template_with_host(app: &common::TestApp, host: &str) -> StatusCode {
+        let body = json!({
+            "name": "t", "coe": "kubernetes", "image_id": "ubuntu-2204-kube",
+            "cluster_distro": "ubuntu", "keypair_id": "default", "external_network_id": "public",
+        });
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri("/v1/clustertemplates")
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("openstack-api-version", LATEST)
+            .header("x-user-id", "u-member")
+            .header("x-project-id", common::PROJECT)
+            .header("x-roles", "reader,member")
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        app.router
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("response")
+            .status()
+    }
+
+    #[tokio::test]
+    async fn allowed_hosts_and_a_non_loopback_noauth_bind_accept_other_names() {
+        let mut config = Config::default();
+        config.noauth.allowed_hosts = vec!["dev.example".into()];
+        let app = common::spawn_app_with(config, None).await;
+        let r = noauth_get(&app, "/v1/clusters", "dev.example:9511").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let r = noauth_get(&app, "/v1/clusters", "evil.example:9511").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+
+        // Behind an authenticating proxy (--auth noauth on 0.0.0.0) the proxy is the defence.
+        let mut config = Config::default();
+        config.bind = "0.0.0.0:9511".parse().expect("address");
+        config.auth = Some(magnum_rs::config::AuthMode::Noauth);
+        let app = common::spawn_app_with(config, None).await;
+        let r = noauth_get(&app, "/v1/clusters", "magnum.example.com").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     }
 }
