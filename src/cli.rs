@@ -93,6 +93,9 @@ impl Cli {
         if let Ok(u) = std::env::var("MAGNUM_RS_KEYSTONE_AUTH_URL") {
             config.keystone_authtoken.auth_url = u;
         }
+        config
+            .metrics
+            .load_token(std::env::var(crate::config::METRICS_TOKEN_ENV).ok())?;
         Ok(config)
     }
 }

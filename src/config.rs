@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::keystone::KeystoneAuthConfig;
+use crate::auth::keystone::{KeystoneAuthConfig, Secret};
 use crate::drivers::cluster_api::ClusterApiConfig;
 use crate::drivers::Triple;
 
@@ -44,6 +44,7 @@ pub struct Config {
     pub service: crate::mservice::ServiceConfig,
     pub operations: crate::operations::handle::OperationsConfig,
     pub database: DatabaseConfig,
+    pub metrics: MetricsConfig,
 }
 
 /// `[database]`: as oslo.db's options of the same names.
@@ -122,6 +123,50 @@ pub struct ApiConfig {
     pub enable_proxy_headers_parsing: bool,
 }
 
+/// `[metrics]`: where `GET /metrics` is served and what a scrape must show.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve `/metrics` on this address only (the API's listener then answers 404 there), so
+    /// that a Service or load balancer in front of the API does not expose it. None: on the
+    /// API's listener.
+    pub bind: Option<SocketAddr>,
+    /// A file whose content (surrounding whitespace trimmed) is the bearer token a scrape
+    /// must send (`Authorization: Bearer …`); `MAGNUM_RS_METRICS_TOKEN` takes precedence.
+    /// None (and no variable): no credential.
+    pub token_file: Option<PathBuf>,
+    /// The token in force, from the environment or `token_file` (never from the file itself,
+    /// never logged).
+    #[serde(skip)]
+    pub token: Secret,
+}
+
+/// The environment variable holding the metrics bearer token.
+pub const METRICS_TOKEN_ENV: &str = "MAGNUM_RS_METRICS_TOKEN";
+
+impl MetricsConfig {
+    /// Reads the token from `env_token` (the environment's value, if set and not empty) or
+    /// else from `token_file`; an unreadable or empty file is an error, not an open door.
+    pub fn load_token(&mut self, env_token: Option<String>) -> anyhow::Result<()> {
+        if let Some(t) = env_token.filter(|t| !t.trim().is_empty()) {
+            self.token = Secret::new(t.trim());
+            return Ok(());
+        }
+        let Some(path) = &self.token_file else {
+            return Ok(());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read [metrics] token_file {}", path.display()))?;
+        anyhow::ensure!(
+            !text.trim().is_empty(),
+            "[metrics] token_file {} is empty",
+            path.display()
+        );
+        self.token = Secret::new(text.trim());
+        Ok(())
+    }
+}
+
 /// `[cluster_template]`: Magnum's options of the same names.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -188,6 +233,7 @@ impl Default for Config {
             service: crate::mservice::ServiceConfig::default(),
             operations: crate::operations::handle::OperationsConfig::default(),
             database: DatabaseConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -291,6 +337,40 @@ mod tests {
         assert_eq!(c.effective_auth().ok(), Some(AuthMode::Noauth));
         c.bind = "0.0.0.0:9511".parse().expect("address");
         assert!(c.effective_auth().is_err());
+    }
+
+    #[test]
+    fn the_metrics_token_comes_from_the_environment_before_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("token");
+        std::fs::write(&file, "  from-file\n").expect("write");
+        let mut m = MetricsConfig {
+            token_file: Some(file.clone()),
+            ..MetricsConfig::default()
+        };
+        m.load_token(Some("from-env".into())).expect("env");
+        assert_eq!(m.token.expose(), "from-env");
+        m.load_token(Some("  ".into())).expect("file");
+        assert_eq!(m.token.expose(), "from-file", "blank variable: the file");
+        assert_eq!(format!("{:?}", m.token), "\"***\"", "never shown");
+    }
+
+    #[test]
+    fn an_empty_or_missing_metrics_token_file_is_an_error_not_an_open_door() {
+        let dir = tempfile::tempdir().expect("dir");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").expect("write");
+        for path in [empty, dir.path().join("missing")] {
+            let mut m = MetricsConfig {
+                token_file: Some(path.clone()),
+                ..MetricsConfig::default()
+            };
+            assert!(m.load_token(None).is_err(), "{}", path.display());
+            assert!(m.token.is_empty());
+        }
+        let mut none = MetricsConfig::default();
+        none.load_token(None).expect("no credential configured");
+        assert!(none.token.is_empty());
     }
 }
 

@@ -22,6 +22,7 @@ pub mod telemetry;
 use std::future::Future;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -140,8 +141,9 @@ async fn conductor(state: Conductor, mut shutdown: tokio::sync::watch::Receiver<
     }
 }
 
-/// Serves until `shutdown` resolves, with the conductor role beside the API. Then no new
-/// connection is accepted, the worker is told to stop, and requests in flight get `[api]
+/// Serves until `shutdown` resolves, with the conductor role beside the API (and the
+/// metrics on their own listener with `[metrics] bind`). Then no new connection is
+/// accepted, the worker is told to stop, and requests in flight get `[api]
 /// shutdown_timeout` to finish; whatever is still running then is dropped, so the process
 /// ends even while a client trickles a body or a handler hangs.
 pub async fn serve(
@@ -150,6 +152,20 @@ pub async fn serve(
     run_worker: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let metrics_side = match state.config.metrics.bind {
+        Some(addr) => Some((
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} ([metrics] bind)"))?,
+            health::metrics_app(state.clone()),
+        )),
+        None => None,
+    };
+    tracing::info!(
+        metrics_bind = ?state.config.metrics.bind,
+        metrics_token = !state.config.metrics.token.is_empty(),
+        "serving /metrics"
+    );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopping = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
@@ -157,6 +173,11 @@ pub async fn serve(
     let worker =
         run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx.clone())));
     let limits = listener::ConnectionLimits::of(&state.config.api);
+    let metrics = async {
+        if let Some((l, app)) = metrics_side {
+            listener::serve(l, app, limits, stopping(stop_rx.clone())).await;
+        }
+    };
     let api = listener::serve(listener, app(state), limits, stopping(stop_rx.clone()));
     let worker = async {
         stopping(stop_rx.clone()).await;
@@ -168,7 +189,7 @@ pub async fn serve(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    tokio::join!(api, worker, signal);
+    tokio::join!(api, metrics, worker, signal);
     Ok(())
 }
 

@@ -3,7 +3,8 @@
 //! deletes, a refused PATCH, bodies a browser can send cross-site, oversized bodies, paths
 //! that are not UTF-8, forwarded headers, the history of operations, and (with real sockets
 //! against the real binary) slow headers, idle connections and the connection cap; `bounds`:
-//! slow bodies, idle sockets of one peer, the shutdown deadline and the noauth `Host` check.
+//! slow bodies, idle sockets of one peer, the shutdown deadline, the noauth `Host` check
+//! and the metrics' credential and listener.
 
 mod common;
 
@@ -734,11 +735,12 @@ fn noauth_on_a_non_loopback_address_starts_with_a_warning() {
 }
 
 /// Bounded by design (issue 28): deadlines on request bodies and answers, a cap per peer
-/// beside the global one, a shutdown with a deadline, and the noauth `Host` check.
+/// beside the global one, a shutdown with a deadline, the noauth `Host` check, and the
+/// metrics behind a credential or on their own listener.
 mod bounds {
     use super::*;
     use common::raw_http;
-    use common::server::{http_get, Server};
+    use common::server::{free_port, http_get, Server};
     use std::net::{IpAddr, SocketAddr};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -1181,5 +1183,87 @@ mod bounds {
         let app = common::spawn_app_with(config, None).await;
         let r = noauth_get(&app, "/v1/clusters", "magnum.example.com").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+
+    #[tokio::test]
+    async fn with_a_token_metrics_need_it_as_a_bearer() {
+        let mut config = Config::default();
+        config.metrics.token = magnum_rs::auth::keystone::Secret::new("m3trics-t0ken");
+        let app = common::spawn_app_with(config, None).await;
+        let scrape = |auth: Option<&'static str>| {
+            let mut req = Request::builder()
+                .uri("/metrics")
+                .header("host", "localhost");
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            app.router
+                .clone()
+                .oneshot(req.body(Body::empty()).expect("request"))
+        };
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic bTNOcmljcy10MGtlbg=="),
+        ] {
+            let resp = scrape(auth).await.expect("response");
+            assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{auth:?}");
+            assert!(resp.headers().contains_key("www-authenticate"));
+        }
+        let resp = scrape(Some("Bearer m3trics-t0ken"))
+            .await
+            .expect("response");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let text = resp.into_body().collect().await.expect("body").to_bytes();
+        assert!(String::from_utf8_lossy(&text).contains("# TYPE magnum_rs_http_requests"));
+    }
+
+    #[test]
+    fn metrics_on_their_own_listener_are_not_on_the_api_port_and_need_the_token() {
+        let dir = tempfile::tempdir().expect("dir");
+        let metrics_port = free_port();
+        let token = "sc4pe-t0ken-never-logged";
+        let server = start(
+            dir.path(),
+            &format!("[metrics]\nbind = \"127.0.0.1:{metrics_port}\"\n"),
+            &[(magnum_rs::config::METRICS_TOKEN_ENV, token)],
+        );
+        let (code, _) = http_get(server.port, "/metrics").expect("API port answers");
+        assert_eq!(code, 404, "/metrics is still on the API's port");
+        let addr = format!("127.0.0.1:{metrics_port}");
+        let scrape = |headers: &[(&str, &str)]| {
+            raw_http::send(
+                &addr,
+                "127.0.0.1",
+                "GET",
+                "/metrics",
+                headers,
+                None,
+                Duration::from_secs(10),
+            )
+            .expect("metrics listener answers")
+        };
+        let bearer = format!("Bearer {token}");
+        assert_eq!(scrape(&[]).status, 401);
+        let r = scrape(&[("Authorization", &bearer)]);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(
+            r.text().contains("magnum_rs_http_requests_total"),
+            "{}",
+            r.text()
+        );
+        // The metrics listener serves nothing else.
+        let r = raw_http::send(
+            &addr,
+            "127.0.0.1",
+            "GET",
+            "/v1",
+            &[],
+            None,
+            Duration::from_secs(10),
+        )
+        .expect("answer");
+        assert_eq!(r.status, 404);
+        assert!(!server.log_text().contains(token), "the token was logged");
     }
 }
