@@ -888,7 +888,7 @@ mod bounds {
             "{body}"
         );
         assert!(
-            elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(5),
+            elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(7),
             "answered after {elapsed:?}, the deadline is 2 s"
         );
         // Its place is given back: a normal request from another client is served.
@@ -999,13 +999,13 @@ mod bounds {
         let head = read_head(&mut finishing);
         assert!(head.starts_with("HTTP/1.1 400"), "{head}");
         // The one whose body never comes does not keep the process alive.
-        let outcome = exited.recv_timeout(Duration::from_secs(8));
+        let outcome = exited.recv_timeout(Duration::from_secs(10));
         let Ok((status, at)) = outcome else {
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
             panic!(
-                "magnum-rs still runs 8 s after SIGTERM: {}",
+                "magnum-rs still runs 10 s after SIGTERM: {}",
                 waiter.join().unwrap_or_default()
             );
         };
@@ -1013,7 +1013,7 @@ mod bounds {
         let took = at - terminated;
         assert!(status.success(), "{status}: {log}");
         assert!(
-            took >= Duration::from_millis(1900) && took < Duration::from_secs(5),
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(7),
             "exited {took:?} after SIGTERM with shutdown_timeout = 2 s: {log}"
         );
         assert!(log.contains("shutdown deadline"), "{log}");
