@@ -93,6 +93,9 @@ impl Cli {
         if let Ok(u) = std::env::var("MAGNUM_RS_KEYSTONE_AUTH_URL") {
             config.keystone_authtoken.auth_url = u;
         }
+        config
+            .metrics
+            .load_token(std::env::var(crate::config::METRICS_TOKEN_ENV).ok())?;
         Ok(config)
     }
 }
@@ -101,6 +104,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.config()?;
     match cli.command {
         Command::Serve { no_worker } => {
+            // Registered before anything is served, so that a SIGTERM arriving at any point
+            // after this starts the graceful shutdown instead of killing the process.
+            let shutdown = shutdown_signal()?;
             let auth = config.effective_auth()?;
             if auth == AuthMode::Keystone && config.keystone_authtoken.password.is_empty() {
                 anyhow::bail!(
@@ -120,7 +126,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(bind)
                 .await
                 .with_context(|| format!("cannot listen on {bind}"))?;
-            crate::serve(listener, state, !no_worker, shutdown_signal()).await
+            crate::serve(listener, state, !no_worker, shutdown).await
         }
         Command::Migrate => {
             let store = crate::store::Store::connect_with(
@@ -148,21 +154,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on the first SIGTERM or SIGINT (Ctrl-C). The handlers are installed now, not
+/// when the future is first polled.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
-    let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
-            s.recv().await;
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+        Ok(async move {
+            let which = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+            tracing::info!(signal = which, "shutting down");
+        })
     }
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!(signal = "ctrl-c", "shutting down");
+    })
 }

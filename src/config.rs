@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::keystone::KeystoneAuthConfig;
+use crate::auth::keystone::{KeystoneAuthConfig, Secret};
 use crate::drivers::cluster_api::ClusterApiConfig;
 use crate::drivers::Triple;
 
@@ -44,6 +44,7 @@ pub struct Config {
     pub service: crate::mservice::ServiceConfig,
     pub operations: crate::operations::handle::OperationsConfig,
     pub database: DatabaseConfig,
+    pub metrics: MetricsConfig,
 }
 
 /// `[database]`: as oslo.db's options of the same names.
@@ -63,14 +64,19 @@ impl Default for DatabaseConfig {
     }
 }
 
-/// The identity a noauth request has when it carries no identity headers (a client such
-/// as `openstack --os-auth-type none` sends none).
+/// `[noauth]`: the identity a noauth request has when it carries no identity headers (a
+/// client such as `openstack --os-auth-type none` sends none), and which `Host` names a
+/// noauth service on a loopback address answers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NoauthConfig {
     pub project_id: String,
     pub user_id: String,
     pub roles: Vec<String>,
+    /// Host names (without port) a noauth service bound to a loopback address accepts
+    /// besides `localhost` and loopback addresses; `"*"`: any. A browser page of any other
+    /// name reaching the loopback address (DNS rebinding) is refused with 403.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for NoauthConfig {
@@ -79,6 +85,7 @@ impl Default for NoauthConfig {
             project_id: "noauth-project".into(),
             user_id: "noauth-user".into(),
             roles: vec!["reader".into(), "member".into()],
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -95,11 +102,69 @@ pub struct ApiConfig {
     /// Connections open at once; one more is closed at once. Keep it below the process's
     /// file-descriptor limit (`ulimit -n`), with room for the database and kube clients.
     pub max_connections: usize,
+    /// Connections open at once from one peer (an IPv4 address, an IPv6 /64), so that one
+    /// client's idle sockets cannot take every place of `max_connections`. Behind a proxy
+    /// every client is the proxy: raise it to `max_connections` there.
+    pub max_connections_per_peer: usize,
+    /// Seconds a request's whole body has to arrive, from the end of its headers; then the
+    /// request is answered 408 and its connection closed. A total, not an idle timeout: a
+    /// body sent a byte a second is cut off too.
+    pub body_read_timeout: u64,
+    /// Seconds from a request's headers to its answer; a request still unanswered then is
+    /// answered 503 (its handler is cancelled, an open transaction rolled back).
+    pub request_timeout: u64,
+    /// Seconds that requests in flight get to finish after SIGTERM (no new connection is
+    /// accepted meanwhile, and the operations worker stops); then the process exits anyway.
+    pub shutdown_timeout: u64,
     /// The largest request body in bytes; a larger one gets 413 in Magnum's envelope.
     pub max_request_body_size: usize,
     /// oslo.middleware's `enable_proxy_headers_parsing`: take the links' scheme from
     /// `X-Forwarded-Proto`. Only behind a proxy that sets (or strips) it.
     pub enable_proxy_headers_parsing: bool,
+}
+
+/// `[metrics]`: where `GET /metrics` is served and what a scrape must show.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve `/metrics` on this address only (the API's listener then answers 404 there), so
+    /// that a Service or load balancer in front of the API does not expose it. None: on the
+    /// API's listener.
+    pub bind: Option<SocketAddr>,
+    /// A file whose content (surrounding whitespace trimmed) is the bearer token a scrape
+    /// must send (`Authorization: Bearer …`); `MAGNUM_RS_METRICS_TOKEN` takes precedence.
+    /// None (and no variable): no credential.
+    pub token_file: Option<PathBuf>,
+    /// The token in force, from the environment or `token_file` (never from the file itself,
+    /// never logged).
+    #[serde(skip)]
+    pub token: Secret,
+}
+
+/// The environment variable holding the metrics bearer token.
+pub const METRICS_TOKEN_ENV: &str = "MAGNUM_RS_METRICS_TOKEN";
+
+impl MetricsConfig {
+    /// Reads the token from `env_token` (the environment's value, if set and not empty) or
+    /// else from `token_file`; an unreadable or empty file is an error, not an open door.
+    pub fn load_token(&mut self, env_token: Option<String>) -> anyhow::Result<()> {
+        if let Some(t) = env_token.filter(|t| !t.trim().is_empty()) {
+            self.token = Secret::new(t.trim());
+            return Ok(());
+        }
+        let Some(path) = &self.token_file else {
+            return Ok(());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read [metrics] token_file {}", path.display()))?;
+        anyhow::ensure!(
+            !text.trim().is_empty(),
+            "[metrics] token_file {} is empty",
+            path.display()
+        );
+        self.token = Secret::new(text.trim());
+        Ok(())
+    }
 }
 
 /// `[cluster_template]`: Magnum's options of the same names.
@@ -168,6 +233,7 @@ impl Default for Config {
             service: crate::mservice::ServiceConfig::default(),
             operations: crate::operations::handle::OperationsConfig::default(),
             database: DatabaseConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -178,6 +244,10 @@ impl Default for ApiConfig {
             max_limit: 1000,
             header_read_timeout: 20,
             max_connections: 1024,
+            max_connections_per_peer: 128,
+            body_read_timeout: 30,
+            request_timeout: 60,
+            shutdown_timeout: 20,
             max_request_body_size: 2 * 1024 * 1024,
             enable_proxy_headers_parsing: false,
         }
@@ -267,6 +337,40 @@ mod tests {
         assert_eq!(c.effective_auth().ok(), Some(AuthMode::Noauth));
         c.bind = "0.0.0.0:9511".parse().expect("address");
         assert!(c.effective_auth().is_err());
+    }
+
+    #[test]
+    fn the_metrics_token_comes_from_the_environment_before_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("token");
+        std::fs::write(&file, "  from-file\n").expect("write");
+        let mut m = MetricsConfig {
+            token_file: Some(file.clone()),
+            ..MetricsConfig::default()
+        };
+        m.load_token(Some("from-env".into())).expect("env");
+        assert_eq!(m.token.expose(), "from-env");
+        m.load_token(Some("  ".into())).expect("file");
+        assert_eq!(m.token.expose(), "from-file", "blank variable: the file");
+        assert_eq!(format!("{:?}", m.token), "\"***\"", "never shown");
+    }
+
+    #[test]
+    fn an_empty_or_missing_metrics_token_file_is_an_error_not_an_open_door() {
+        let dir = tempfile::tempdir().expect("dir");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").expect("write");
+        for path in [empty, dir.path().join("missing")] {
+            let mut m = MetricsConfig {
+                token_file: Some(path.clone()),
+                ..MetricsConfig::default()
+            };
+            assert!(m.load_token(None).is_err(), "{}", path.display());
+            assert!(m.token.is_empty());
+        }
+        let mut none = MetricsConfig::default();
+        none.load_token(None).expect("no credential configured");
+        assert!(none.token.is_empty());
     }
 }
 

@@ -1,18 +1,19 @@
 //! Probes and metrics for operators, outside the Magnum routes and their auth and policy:
 //! `GET /healthz` (the process answers), `GET /readyz` (the database answers; per management
-//! cluster, whether this replica reaches it and whether it leads) and `GET /metrics`.
+//! cluster, whether this replica reaches it and whether it leads) and `GET /metrics` (with
+//! `[metrics] bind`, on its own listener instead; with a token, for its bearer only).
 
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::api::routes::{Route, Routes};
 use crate::state::AppState;
-use crate::telemetry::metrics;
+use crate::telemetry::{access, metrics};
 
 /// How long a probe waits for the database or a management cluster.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -98,8 +99,31 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     )
 }
 
-/// Prometheus text format; the operations queue is read from the database now.
-async fn scrape(State(state): State<AppState>) -> Response {
+/// The router of the metrics' own listener (`[metrics] bind`): `/metrics` only.
+pub fn metrics_app(state: AppState) -> axum::Router {
+    Routes::default()
+        .get("/metrics", scrape_own_listener)
+        .into_router()
+        .with_state(state)
+        .layer(axum::middleware::from_fn(
+            crate::telemetry::requests::observe,
+        ))
+}
+
+/// `/metrics` on the API's listener: not there when the metrics have a listener of their own.
+async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if state.config.metrics.bind.is_some() {
+        return crate::error::ApiError::RouteNotFound.into_response();
+    }
+    scrape_own_listener(State(state), headers).await
+}
+
+/// Prometheus text format, for a scrape with the configured credential, if any; the
+/// operations queue is read from the database now.
+async fn scrape_own_listener(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(refused) = access::check(&headers, &state.config.metrics.token) {
+        return *refused;
+    }
     match tokio::time::timeout(PROBE_TIMEOUT, state.store.open_operations()).await {
         Ok(Ok(queue)) => {
             for q in queue {

@@ -22,6 +22,7 @@ pub mod telemetry;
 use std::future::Future;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -140,24 +141,66 @@ async fn conductor(state: Conductor, mut shutdown: tokio::sync::watch::Receiver<
     }
 }
 
-/// Serves until `shutdown` resolves, with the conductor role beside the API.
+/// Serves until `shutdown` resolves, with the conductor role beside the API (and the
+/// metrics on their own listener with `[metrics] bind`). Then no new connection is
+/// accepted, the worker is told to stop, and requests in flight get `[api]
+/// shutdown_timeout` to finish; whatever is still running then is dropped, so the process
+/// ends even while a client trickles a body or a handler hangs.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     run_worker: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let metrics_side = match state.config.metrics.bind {
+        Some(addr) => Some((
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} ([metrics] bind)"))?,
+            health::metrics_app(state.clone()),
+        )),
+        None => None,
+    };
+    tracing::info!(
+        metrics_bind = ?state.config.metrics.bind,
+        metrics_token = !state.config.metrics.token.is_empty(),
+        "serving /metrics"
+    );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx)));
+    let stopping = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let worker =
+        run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx.clone())));
     let limits = listener::ConnectionLimits::of(&state.config.api);
-    let app = app(state);
-    listener::serve(listener, app, limits, async move {
+    let metrics = async {
+        if let Some((l, app)) = metrics_side {
+            listener::serve(l, app, limits, stopping(stop_rx.clone())).await;
+        }
+    };
+    let api = listener::serve(listener, app(state), limits, stopping(stop_rx.clone()));
+    let worker = async {
+        stopping(stop_rx.clone()).await;
+        if let Some(w) = worker {
+            stop_worker(w, limits.shutdown_timeout).await;
+        }
+    };
+    let signal = async move {
         shutdown.await;
         let _ = stop_tx.send(true);
-    })
-    .await;
-    if let Some(w) = worker {
-        let _ = w.await;
-    }
+    };
+    tokio::join!(api, metrics, worker, signal);
     Ok(())
+}
+
+/// Waits for the conductor role to stop, for at most `grace`; then abandons it (operations
+/// are durable: a claimed one is taken up again as after a crash).
+async fn stop_worker(mut worker: tokio::task::JoinHandle<()>, grace: std::time::Duration) {
+    if tokio::time::timeout(grace, &mut worker).await.is_err() {
+        tracing::warn!(
+            shutdown_timeout_s = grace.as_secs(),
+            "the operations worker did not stop by the shutdown deadline: abandoning it"
+        );
+        worker.abort();
+    }
 }

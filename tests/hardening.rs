@@ -2,7 +2,9 @@
 //! pool, integers beyond Magnum's 32-bit columns, invented HTTP methods, resizes racing
 //! deletes, a refused PATCH, bodies a browser can send cross-site, oversized bodies, paths
 //! that are not UTF-8, forwarded headers, the history of operations, and (with real sockets
-//! against the real binary) slow headers, idle connections and the connection cap.
+//! against the real binary) slow headers, idle connections and the connection cap; `bounds`:
+//! slow bodies, idle sockets of one peer, the shutdown deadline, the noauth `Host` check
+//! and the metrics' credential and listener.
 
 mod common;
 
@@ -730,4 +732,538 @@ fn noauth_on_a_non_loopback_address_starts_with_a_warning() {
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(up, "{text}");
     assert!(text.contains("noauth on a non-loopback address"), "{text}");
+}
+
+/// Bounded by design (issue 28): deadlines on request bodies and answers, a cap per peer
+/// beside the global one, a shutdown with a deadline, the noauth `Host` check, and the
+/// metrics behind a credential or on their own listener.
+mod bounds {
+    use super::*;
+    use common::raw_http;
+    use common::server::{free_port, http_get, Server};
+    use std::net::{IpAddr, SocketAddr};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// The real binary with `toml` as its configuration file.
+    fn start(dir: &std::path::Path, toml: &str, env: &[(&str, &str)]) -> Server {
+        let config = dir.join("bounds.toml");
+        std::fs::write(&config, toml).expect("config");
+        let db = format!("sqlite://{}", dir.join("bounds.db").display());
+        let args = ["--config", config.to_str().expect("path")];
+        Server::start_with_env(&db, dir, &args, env)
+    }
+
+    /// A connection to the server from a given loopback address (all of 127.0.0.0/8 is
+    /// loopback on Linux, so each is another peer to the server).
+    fn connect_from(source: &str, port: u16) -> TcpStream {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let stream = rt.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            let source: IpAddr = source.parse().expect("source");
+            socket
+                .bind(SocketAddr::new(source, 0))
+                .expect("bind source");
+            socket
+                .connect(SocketAddr::from(([127, 0, 0, 1], port)))
+                .await
+                .expect("connect")
+                .into_std()
+                .expect("std stream")
+        });
+        stream.set_nonblocking(false).expect("blocking");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        stream
+    }
+
+    /// `GET path` on `s` with `Connection: close`: the status, or `None` when the server
+    /// closed the connection without an answer (refused at a cap).
+    fn get_on(mut s: TcpStream, path: &str, headers: &str) -> Option<(u16, String)> {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Connection: close\r\n\r\n");
+        let _ = s.write_all(request.as_bytes());
+        let mut raw = Vec::new();
+        match s.read_to_end(&mut raw) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+            Err(e) => panic!("no answer and no close: {e}"),
+        }
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let status = text.split_whitespace().nth(1)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+        Some((status, body.unwrap_or_default()))
+    }
+
+    /// One response head, through its blank line; `None` when the server closed the
+    /// connection first.
+    fn try_read_head(s: &mut TcpStream) -> Option<String> {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                Ok(_) if head.is_empty() => return None,
+                Err(e) if head.is_empty() && e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return None
+                }
+                Ok(_) => panic!("closed after {:?}", String::from_utf8_lossy(&head)),
+                Err(e) => panic!("no head ({e}) after {:?}", String::from_utf8_lossy(&head)),
+            }
+        }
+        Some(String::from_utf8_lossy(&head).into_owned())
+    }
+
+    fn read_head(s: &mut TcpStream) -> String {
+        try_read_head(s).expect("the server closed the connection without an answer")
+    }
+
+    /// Sends the head of a `POST /v1/clusters` whose body is `length` bytes, asking for
+    /// `100 Continue`, and returns once the server says it is reading the body (so the
+    /// connection has been accepted and holds its places). A connection turned away at a
+    /// cap (the readiness probe's place may not be given back yet) is tried again.
+    fn post_awaiting_body(port: u16, length: usize) -> TcpStream {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut s = connect_from("127.0.0.1", port);
+            let _ = write!(
+                s,
+                "POST /v1/clusters HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
+                 Content-Type: application/json\r\nContent-Length: {length}\r\n\
+                 Expect: 100-continue\r\n\r\n"
+            );
+            if let Some(interim) = try_read_head(&mut s) {
+                assert!(interim.starts_with("HTTP/1.1 100"), "{interim}");
+                return s;
+            }
+            assert!(Instant::now() < deadline, "never let in");
+        }
+    }
+
+    #[test]
+    fn a_body_trickled_a_byte_at_a_time_is_cut_off_at_body_read_timeout_and_frees_its_place() {
+        let dir = tempfile::tempdir().expect("dir");
+        let server = start(
+            dir.path(),
+            "[api]\nbody_read_timeout = 2\nheader_read_timeout = 60\nmax_connections = 1\n",
+            &[],
+        );
+        let mut slow = post_awaiting_body(server.port, 1000);
+        let started = Instant::now();
+        // It holds the only place: another client is turned away meanwhile.
+        assert_eq!(
+            get_on(connect_from("127.0.0.2", server.port), "/healthz", ""),
+            None,
+            "a second connection was served beside the slow body"
+        );
+        // A byte every quarter second: never idle long enough for an idle timeout.
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut writer = slow.try_clone().expect("clone");
+        let trickle = std::thread::spawn({
+            let stop = Arc::clone(&stop);
+            move || {
+                while !stop.load(Ordering::Relaxed) && writer.write_all(b" ").is_ok() {
+                    std::thread::sleep(Duration::from_millis(250)); // the client's pace
+                }
+            }
+        });
+        let head = read_head(&mut slow);
+        let elapsed = started.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        let mut body = String::new();
+        let _ = slow.read_to_string(&mut body);
+        trickle.join().expect("writer");
+        assert!(head.starts_with("HTTP/1.1 408"), "{head}{body}");
+        assert!(
+            head.to_ascii_lowercase().contains("connection: close"),
+            "{head}"
+        );
+        let body: Value = serde_json::from_str(&body).expect("envelope");
+        assert_eq!(
+            body["errors"][0]["detail"], "The request body did not arrive within 2 s.",
+            "{body}"
+        );
+        assert!(
+            elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(7),
+            "answered after {elapsed:?}, the deadline is 2 s"
+        );
+        // Its place is given back: a normal request from another client is served.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some((code, _)) = get_on(connect_from("127.0.0.2", server.port), "/healthz", "")
+            {
+                assert_eq!(code, 200);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the slow body's place was never freed"
+            );
+        }
+    }
+
+    #[test]
+    fn idle_sockets_of_one_peer_leave_room_for_the_others() {
+        let dir = tempfile::tempdir().expect("dir");
+        let server = start(
+            dir.path(),
+            "[api]\nheader_read_timeout = 60\nmax_connections = 8\nmax_connections_per_peer = 4\n",
+            &[],
+        );
+        // One peer opens more idle sockets than the whole server has places.
+        let hog: Vec<TcpStream> = (0..10)
+            .map(|_| connect_from("127.0.0.3", server.port))
+            .collect();
+        // The server takes connections in order, so once the last is closed, every earlier
+        // one was let in or closed before it.
+        let mut last = hog.last().expect("sockets").try_clone().expect("clone");
+        let mut buf = [0u8; 64];
+        assert!(
+            matches!(last.read(&mut buf), Ok(0)),
+            "the tenth idle socket of one peer was kept open"
+        );
+        let open = hog
+            .iter()
+            .filter(|s| {
+                s.set_nonblocking(true).expect("nonblocking");
+                let mut b = [0u8; 1];
+                matches!((&**s).read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            })
+            .count();
+        assert_eq!(open, 4, "one peer holds max_connections_per_peer sockets");
+        // Others are served; the hog's next connection is not.
+        for other in ["127.0.0.2", "127.0.0.1"] {
+            let answer = get_on(connect_from(other, server.port), "/healthz", "");
+            assert_eq!(answer.map(|a| a.0), Some(200), "{other} was locked out");
+        }
+        assert_eq!(
+            get_on(connect_from("127.0.0.3", server.port), "/healthz", ""),
+            None,
+            "a fifth connection of the hog was served"
+        );
+        let (_, metrics) = http_get(server.port, "/metrics").expect("metrics");
+        let refused = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(
+                    "magnum_rs_http_connections_refused_total{limit=\"max_connections_per_peer\"}",
+                )
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        assert_eq!(refused, Some(7), "{metrics}");
+        drop(hog);
+    }
+
+    #[test]
+    fn sigterm_finishes_requests_in_flight_and_exits_by_shutdown_timeout() {
+        let dir = tempfile::tempdir().expect("dir");
+        let server = start(
+            dir.path(),
+            "[api]\nshutdown_timeout = 2\nbody_read_timeout = 60\nheader_read_timeout = 60\n",
+            &[],
+        );
+        let port = server.port;
+        let pid = server.child.id();
+        // Two requests in flight, both with half a body.
+        let body = "{}";
+        let mut finishing = post_awaiting_body(port, body.len());
+        let stuck = post_awaiting_body(port, 1000);
+        let terminated = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        // Waits for the process in a thread, so that its end is seen the moment it comes.
+        let (tx, exited) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let mut server = server;
+            let status = server.child.wait().expect("wait");
+            let _ = tx.send((status, Instant::now()));
+            server.log_text()
+        });
+        // Once new connections are refused, shutdown has begun (bounded: no sleeps).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            assert!(Instant::now() < deadline, "still accepting after SIGTERM");
+        }
+        // A request in flight still gets its answer.
+        finishing
+            .write_all(body.as_bytes())
+            .expect("rest of the body");
+        let head = read_head(&mut finishing);
+        assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+        // The one whose body never comes does not keep the process alive.
+        let outcome = exited.recv_timeout(Duration::from_secs(10));
+        let Ok((status, at)) = outcome else {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!(
+                "magnum-rs still runs 10 s after SIGTERM: {}",
+                waiter.join().unwrap_or_default()
+            );
+        };
+        let log = waiter.join().expect("waiter");
+        let took = at - terminated;
+        assert!(status.success(), "{status}: {log}");
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(7),
+            "exited {took:?} after SIGTERM with shutdown_timeout = 2 s: {log}"
+        );
+        assert!(log.contains("shutdown deadline"), "{log}");
+        drop(stuck);
+    }
+
+    #[tokio::test]
+    async fn a_request_unanswered_by_request_timeout_gets_503_in_the_envelope() {
+        let app = axum::Router::new().route(
+            "/stall",
+            axum::routing::get(std::future::pending::<&'static str>),
+        );
+        let mut api = Config::default().api;
+        api.request_timeout = 1;
+        let limits = magnum_rs::listener::ConnectionLimits::of(&api);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(magnum_rs::listener::serve(
+            listener,
+            app,
+            limits,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let started = Instant::now();
+        let r = tokio::task::spawn_blocking(move || {
+            raw_http::send_json(port, "GET", "/stall", &[], None, Duration::from_secs(10))
+        })
+        .await
+        .expect("client")
+        .expect("an answer");
+        let elapsed = started.elapsed();
+        assert_eq!(r.status, 503, "{}", r.text());
+        assert_eq!(
+            r.json()["errors"][0]["detail"],
+            "The service is temporarily unavailable: the request was not answered within 1 s"
+        );
+        assert!(
+            elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4),
+            "{elapsed:?}"
+        );
+        let _ = stop.send(());
+        served.await.expect("listener");
+    }
+
+    async fn noauth_get(app: &common::TestApp, path: &str, host: &str) -> Reply {
+        let req = Request::builder()
+            .uri(path)
+            .header("host", host)
+            .header("accept", "application/json")
+            .header("openstack-api-version", LATEST)
+            .body(Body::empty())
+            .expect("request");
+        let resp = app.router.clone().oneshot(req).await.expect("response");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        Reply {
+            status,
+            headers,
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        }
+    }
+
+    #[tokio::test]
+    async fn noauth_on_loopback_refuses_a_host_that_is_not_loopback() {
+        let app = common::spawn_app().await;
+        for host in [
+            "evil.example:9511",
+            "evil.example",
+            "10.0.0.1:9511",
+            "localhost.evil.example",
+        ] {
+            let r = noauth_get(&app, "/v1/clusters", host).await;
+            assert_envelope(
+                &r,
+                StatusCode::FORBIDDEN,
+                "The Host header names neither localhost nor a loopback address, which noauth \
+                 on a loopback address requires ([noauth] allowed_hosts adds names).",
+            );
+        }
+        // A write from such a page stores nothing; the same from a loopback name does.
+        let templates = |app: &common::TestApp| {
+            let app = app.router.clone();
+            async move {
+                let req = Request::builder()
+                    .uri("/v1/clustertemplates")
+                    .header("host", "localhost")
+                    .header("x-project-id", common::PROJECT)
+                    .header("x-roles", "reader")
+                    .body(Body::empty())
+                    .expect("request");
+                let resp = app.oneshot(req).await.expect("response");
+                let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+                let v: Value = serde_json::from_slice(&bytes).expect("json");
+                v["clustertemplates"].as_array().map_or(0, Vec::len)
+            }
+        };
+        let create = create_template_with_host(&app, "evil.example:9511").await;
+        assert_eq!(create, StatusCode::FORBIDDEN);
+        assert_eq!(
+            templates(&app).await,
+            0,
+            "a refused create stored a template"
+        );
+        let create = create_template_with_host(&app, "localhost:9511").await;
+        assert_eq!(create, StatusCode::CREATED);
+        assert_eq!(templates(&app).await, 1);
+        for host in [
+            "127.0.0.1:9511",
+            "localhost:9511",
+            "[::1]:9511",
+            "127.0.0.1",
+            "localhost",
+        ] {
+            let r = noauth_get(&app, "/v1/clusters", host).await;
+            assert_eq!(r.status, StatusCode::OK, "{host}: {}", r.body);
+        }
+        // The version documents act as nobody: any Host, as in keystone mode.
+        let r = noauth_get(&app, "/v1", "evil.example:9511").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+
+    /// A member's template create, sent with `host`; the status.
+    async fn create_template_with_host(app: &common::TestApp, host: &str) -> StatusCode {
+        let body = json!({
+            "name": "t", "coe": "kubernetes", "image_id": "ubuntu-2204-kube",
+            "cluster_distro": "ubuntu", "keypair_id": "default", "external_network_id": "public",
+        });
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri("/v1/clustertemplates")
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("openstack-api-version", LATEST)
+            .header("x-user-id", "u-member")
+            .header("x-project-id", common::PROJECT)
+            .header("x-roles", "reader,member")
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        app.router
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("response")
+            .status()
+    }
+
+    #[tokio::test]
+    async fn allowed_hosts_and_a_non_loopback_noauth_bind_accept_other_names() {
+        let mut config = Config::default();
+        config.noauth.allowed_hosts = vec!["dev.example".into()];
+        let app = common::spawn_app_with(config, None).await;
+        let r = noauth_get(&app, "/v1/clusters", "dev.example:9511").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let r = noauth_get(&app, "/v1/clusters", "evil.example:9511").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+
+        // Behind an authenticating proxy (--auth noauth on 0.0.0.0) the proxy is the defence.
+        let mut config = Config::default();
+        config.bind = "0.0.0.0:9511".parse().expect("address");
+        config.auth = Some(magnum_rs::config::AuthMode::Noauth);
+        let app = common::spawn_app_with(config, None).await;
+        let r = noauth_get(&app, "/v1/clusters", "magnum.example.com").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+
+    #[tokio::test]
+    async fn with_a_token_metrics_need_it_as_a_bearer() {
+        let mut config = Config::default();
+        config.metrics.token = magnum_rs::auth::keystone::Secret::new("m3trics-t0ken");
+        let app = common::spawn_app_with(config, None).await;
+        let scrape = |auth: Option<&'static str>| {
+            let mut req = Request::builder()
+                .uri("/metrics")
+                .header("host", "localhost");
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            app.router
+                .clone()
+                .oneshot(req.body(Body::empty()).expect("request"))
+        };
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic bTNOcmljcy10MGtlbg=="),
+        ] {
+            let resp = scrape(auth).await.expect("response");
+            assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{auth:?}");
+            assert!(resp.headers().contains_key("www-authenticate"));
+        }
+        let resp = scrape(Some("Bearer m3trics-t0ken"))
+            .await
+            .expect("response");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let text = resp.into_body().collect().await.expect("body").to_bytes();
+        assert!(String::from_utf8_lossy(&text).contains("# TYPE magnum_rs_http_requests"));
+    }
+
+    #[test]
+    fn metrics_on_their_own_listener_are_not_on_the_api_port_and_need_the_token() {
+        let dir = tempfile::tempdir().expect("dir");
+        let metrics_port = free_port();
+        let token = "sc4pe-t0ken-never-logged";
+        let server = start(
+            dir.path(),
+            &format!("[metrics]\nbind = \"127.0.0.1:{metrics_port}\"\n"),
+            &[(magnum_rs::config::METRICS_TOKEN_ENV, token)],
+        );
+        let (code, _) = http_get(server.port, "/metrics").expect("API port answers");
+        assert_eq!(code, 404, "/metrics is still on the API's port");
+        let addr = format!("127.0.0.1:{metrics_port}");
+        let scrape = |headers: &[(&str, &str)]| {
+            raw_http::send(
+                &addr,
+                "127.0.0.1",
+                "GET",
+                "/metrics",
+                headers,
+                None,
+                Duration::from_secs(10),
+            )
+            .expect("metrics listener answers")
+        };
+        let bearer = format!("Bearer {token}");
+        assert_eq!(scrape(&[]).status, 401);
+        let r = scrape(&[("Authorization", &bearer)]);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(
+            r.text().contains("magnum_rs_http_requests_total"),
+            "{}",
+            r.text()
+        );
+        // The metrics listener serves nothing else.
+        let r = raw_http::send(
+            &addr,
+            "127.0.0.1",
+            "GET",
+            "/v1",
+            &[],
+            None,
+            Duration::from_secs(10),
+        )
+        .expect("answer");
+        assert_eq!(r.status, 404);
+        assert!(!server.log_text().contains(token), "the token was logged");
+    }
 }

@@ -1,8 +1,10 @@
 //! Who is calling. In `noauth` mode the identity comes from the headers keystonemiddleware
-//! would set (`X-User-Id`, `X-Project-Id`, `X-Roles`, …), as Magnum's `ContextHook` reads them;
-//! in `keystone` mode from the validated token ([`keystone`]).
+//! would set (`X-User-Id`, `X-Project-Id`, `X-Roles`, …), as Magnum's `ContextHook` reads them,
+//! on a loopback address only for requests addressed to it ([`loopback_host`]); in
+//! `keystone` mode from the validated token ([`keystone`]).
 
 pub mod keystone;
+pub mod loopback_host;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -76,6 +78,10 @@ impl FromRequestParts<AppState> for RequestContext {
                 ))
             }
             None => {
+                let config = &state.config;
+                if loopback_host::applies(config) {
+                    loopback_host::check(&parts.headers, &config.noauth.allowed_hosts)?;
+                }
                 let mut ctx = context_from_headers(&parts.headers);
                 if ctx.project_id.is_none() && ctx.user_id.is_none() && ctx.roles.is_empty() {
                     let d = &state.config.noauth;

@@ -50,6 +50,16 @@ struct TriggerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    limit: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: String,
 }
@@ -68,7 +78,8 @@ struct Metrics {
     watch_objects: Family<WatchLabels, Gauge>,
     reconcile_passes: Family<TriggerLabels, Counter>,
     reconcile_writes: Family<WriteLabels, Counter>,
-    connections_refused: Counter,
+    connections_refused: Family<LimitLabels, Counter>,
+    request_timeouts: Family<PhaseLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -97,7 +108,8 @@ fn metrics() -> &'static Metrics {
             watch_objects: Family::default(),
             reconcile_passes: Family::default(),
             reconcile_writes: Family::default(),
-            connections_refused: Counter::default(),
+            connections_refused: Family::default(),
+            request_timeouts: Family::default(),
         };
         registry.register(
             "http_requests",
@@ -151,8 +163,13 @@ fn metrics() -> &'static Metrics {
         );
         registry.register(
             "http_connections_refused",
-            "New connections closed at once because [api] max_connections were open",
+            "New connections closed at once, by the limit reached ([api] max_connections, max_connections_per_peer)",
             m.connections_refused.clone(),
+        );
+        registry.register(
+            "http_request_timeouts",
+            "Requests cut off by a deadline, by phase (body: [api] body_read_timeout, answered 408; request: [api] request_timeout, answered 503)",
+            m.request_timeouts.clone(),
         );
         Metrics { registry, ..m }
     })
@@ -186,9 +203,24 @@ pub fn record_request(method: &str, route: &str, status: u16, elapsed: Duration)
         .observe(elapsed.as_secs_f64());
 }
 
-/// Counts a connection closed at the connection limit.
-pub fn record_refused_connection() {
-    metrics().connections_refused.inc();
+/// Counts a connection closed at a connection limit (`limit`: the setting's name).
+pub fn record_refused_connection(limit: &'static str) {
+    metrics()
+        .connections_refused
+        .get_or_create(&LimitLabels {
+            limit: limit.to_string(),
+        })
+        .inc();
+}
+
+/// Counts a request cut off by a deadline (`phase`: body, request).
+pub fn record_request_timeout(phase: &'static str) {
+    metrics()
+        .request_timeouts
+        .get_or_create(&PhaseLabels {
+            phase: phase.to_string(),
+        })
+        .inc();
 }
 
 /// Sets the operations queue gauges for one state (called at scrape time).
