@@ -60,7 +60,11 @@ fn spawn_send(
 }
 
 async fn side(app: &TestApp) -> sqlx::AnyConnection {
-    app.state.store.side_connection().await.expect("side connection")
+    app.state
+        .store
+        .side_connection()
+        .await
+        .expect("side connection")
 }
 
 /// The cluster's status in the database (`None`: no row).
@@ -235,7 +239,8 @@ async fn a_template_delete_racing_cluster_creates_leaves_no_cluster_on_a_missing
                 StatusCode::NO_CONTENT => deleted = true,
                 StatusCode::ACCEPTED | StatusCode::NOT_FOUND => {}
                 StatusCode::BAD_REQUEST => assert!(
-                    body.to_string().contains("is referenced by one or multiple clusters"),
+                    body.to_string()
+                        .contains("is referenced by one or multiple clusters"),
                     "{body}"
                 ),
                 other => panic!("round {round}: {other} {body}"),
@@ -249,14 +254,19 @@ async fn a_template_delete_racing_cluster_creates_leaves_no_cluster_on_a_missing
         )
         .await;
         if deleted {
-            assert_eq!(on_template, 0, "round {round}: clusters on a deleted template");
+            assert_eq!(
+                on_template, 0,
+                "round {round}: clusters on a deleted template"
+            );
         }
         settle(&app, &stop, worker).await;
         // Every cluster of the round can be deleted: none is stranded on its template.
         let list = app.get("/v1/clusters", &As::member()).await;
         for c in list.body["clusters"].as_array().expect("clusters") {
             let uuid = c["uuid"].as_str().expect("uuid");
-            let r = app.delete(&format!("/v1/clusters/{uuid}"), &As::member()).await;
+            let r = app
+                .delete(&format!("/v1/clusters/{uuid}"), &As::member())
+                .await;
             assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
         }
         app.run_operations().await;
@@ -502,7 +512,10 @@ async fn repeated_deletes_record_one_operation_and_settle() {
     .await;
     for _ in 0..2 {
         let r = app
-            .delete(&format!("/v1/clusters/{uuid}/nodegroups/extra"), &As::member())
+            .delete(
+                &format!("/v1/clusters/{uuid}/nodegroups/extra"),
+                &As::member(),
+            )
             .await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
     }
@@ -512,7 +525,9 @@ async fn repeated_deletes_record_one_operation_and_settle() {
         Some("UPDATE_COMPLETE")
     );
     for _ in 0..2 {
-        let r = app.delete(&format!("/v1/clusters/{uuid}"), &As::member()).await;
+        let r = app
+            .delete(&format!("/v1/clusters/{uuid}"), &As::member())
+            .await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
     }
     let ops_after = count(
@@ -553,13 +568,18 @@ async fn ids_of_a_deleted_cluster_are_never_given_to_another_projects_rows() {
         }
     };
     let (a_cluster, a_nodegroup) = max_ids(&app).await;
-    let r = app.delete(&format!("/v1/clusters/{a}"), &As::member()).await;
+    let r = app
+        .delete(&format!("/v1/clusters/{a}"), &As::member())
+        .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     app.run_operations().await;
     let b = app.cluster("b", "capi-other", 1, 1, &As::other()).await;
     let (b_cluster, b_nodegroup) = max_ids(&app).await;
     assert!(b_cluster > a_cluster, "cluster id {b_cluster} reused");
-    assert!(b_nodegroup > a_nodegroup, "nodegroup id {b_nodegroup} reused");
+    assert!(
+        b_nodegroup > a_nodegroup,
+        "nodegroup id {b_nodegroup} reused"
+    );
     let row = sqlx::query("SELECT project_id FROM cluster WHERE uuid = ?")
         .bind(b.clone())
         .fetch_one(&mut side(&app).await)
@@ -581,7 +601,9 @@ async fn a_resize_from_a_stale_view_never_writes_the_next_projects_cluster() {
     let a = app.cluster("a", "capi", 1, 1, &As::member()).await;
     let worker = app.nodegroup(&a, "default-worker").await;
     let worker_uuid = worker["uuid"].as_str().expect("uuid").to_string();
-    let r = app.delete(&format!("/v1/clusters/{a}"), &As::member()).await;
+    let r = app
+        .delete(&format!("/v1/clusters/{a}"), &As::member())
+        .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     app.run_operations().await;
     let b = app.cluster("b", "capi-other", 1, 1, &As::other()).await;

@@ -2,12 +2,18 @@
 //! cluster deletes against the real binary, for a bounded time (120 s on MariaDB, 60 s on
 //! SQLite), while the server is SIGKILLed and restarted twice on the same database. At the
 //! end, once the worker is idle: every acknowledged change is reflected, no row is
-//! `*_IN_PROGRESS`, the node totals agree, and the database passes its integrity check.
+//! `*_IN_PROGRESS`, the node totals agree, the database's invariants hold
+//! (`common::invariants`: one default master and worker per cluster, no orphan nodegroup,
+//! no cluster on a missing template, nothing in progress without an open operation), and
+//! the database passes its integrity check.
 //!
-//! Each client works on its own clusters, one request at a time, so the last acknowledged
-//! change of each is well defined. A request whose answer was lost (the server died during
-//! it) makes its cluster uncertain: it is left alone and only the global properties are
-//! checked for it.
+//! Twelve clients work on their own clusters, one request at a time, so the last
+//! acknowledged change of each is well defined. A request whose answer was lost (the server
+//! died during it) makes its cluster uncertain: it is left alone and only the global
+//! properties are checked for it. The other four race (issue 28): three share a pool of
+//! contested clusters and send resizes, upgrades, nodegroup creates and deletes and cluster
+//! deletes at them at once; one creates templates and deletes each while clusters are being
+//! created on it. For those only the invariants and "never a 5xx" are checked.
 
 use crate::common;
 
@@ -21,6 +27,10 @@ use magnum_rs::store::Store;
 use serde_json::{json, Value};
 
 const CLIENTS: usize = 16;
+/// Clients 12, 13 and 14 race on a shared pool of clusters; client 15 races template
+/// deletes against creates.
+const CONTESTING: std::ops::Range<usize> = 12..15;
+const TEMPLATE_CHURN: usize = 15;
 
 fn soak_time(mysql: bool) -> Duration {
     Duration::from_secs(if mysql { 120 } else { 60 })
@@ -157,6 +167,150 @@ fn client(
     requests
 }
 
+/// A racing client: picks a cluster of the shared pool (or adds one) and sends it whatever
+/// the other racers may be sending to the same cluster. Only "never a 5xx" is its check.
+fn contesting_client(
+    id: usize,
+    port: u16,
+    stop: Arc<AtomicBool>,
+    pool: Arc<Mutex<Vec<String>>>,
+) -> usize {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((id as u64 + 1) * 0x1000_0001));
+    let mut requests = 0;
+    let mut serial = 0;
+    let no_5xx = |what: &str, answer: Option<(u16, Value)>| {
+        if let Some((code, b)) = answer {
+            assert!(code < 500, "{what}: {code} {b}");
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        requests += 1;
+        serial += 1;
+        let target = {
+            let p = pool.lock().expect("lock");
+            p.get(rng.next(p.len().max(1) as u64) as usize).cloned()
+        };
+        let Some(uuid) = target.filter(|_| rng.next(8) != 0) else {
+            let body = json!({"name": format!("x{id}-{serial}"), "cluster_template_id": "soak"});
+            if let Some((202, b)) = call(port, "POST", "/v1/clusters", Some(&body)) {
+                let mut p = pool.lock().expect("lock");
+                p.push(b["uuid"].as_str().expect("uuid").to_string());
+                if p.len() > 4 {
+                    p.remove(0);
+                }
+            }
+            continue;
+        };
+        match rng.next(6) {
+            0 => {
+                let path = format!("/v1/clusters/{uuid}/actions/resize");
+                let n = 1 + rng.next(3) as i64;
+                no_5xx(
+                    "resize",
+                    call(port, "POST", &path, Some(&json!({"node_count": n}))),
+                );
+            }
+            1 => {
+                let to = if rng.next(2) == 0 {
+                    "soak"
+                } else {
+                    "soak-next"
+                };
+                let path = format!("/v1/clusters/{uuid}/actions/upgrade");
+                let body = json!({"cluster_template": to});
+                no_5xx("upgrade", call(port, "POST", &path, Some(&body)));
+            }
+            2 => {
+                let path = format!("/v1/clusters/{uuid}/nodegroups");
+                let body = json!({"name": format!("c{id}-{serial}"), "node_count": 1});
+                no_5xx("nodegroup create", call(port, "POST", &path, Some(&body)));
+            }
+            3 => {
+                let path = format!("/v1/clusters/{uuid}/nodegroups");
+                let listed = call(port, "GET", &path, None);
+                let extra = listed.and_then(|(_, l)| {
+                    l["nodegroups"].as_array().and_then(|ngs| {
+                        ngs.iter()
+                            .filter_map(|n| n["name"].as_str())
+                            .find(|n| !n.starts_with("default-"))
+                            .map(str::to_string)
+                    })
+                });
+                if let Some(ng) = extra {
+                    no_5xx(
+                        "nodegroup delete",
+                        call(port, "DELETE", &format!("{path}/{ng}"), None),
+                    );
+                }
+            }
+            4 => {
+                no_5xx(
+                    "delete",
+                    call(port, "DELETE", &format!("/v1/clusters/{uuid}"), None),
+                );
+            }
+            _ => {
+                let body = json!([{"op": "replace", "path": "/node_count", "value": 2}]);
+                no_5xx(
+                    "patch",
+                    call(port, "PATCH", &format!("/v1/clusters/{uuid}"), Some(&body)),
+                );
+            }
+        }
+    }
+    requests
+}
+
+/// The template racer: a new template, four cluster creates on it and its delete, all at
+/// once; then the clusters that were created are deleted.
+fn template_churn_client(port: u16, stop: Arc<AtomicBool>) -> usize {
+    let mut requests = 0;
+    let mut serial = 0;
+    while !stop.load(Ordering::Relaxed) {
+        serial += 1;
+        let name = format!("churn-{serial}");
+        let mut template = soak_template();
+        template["name"] = json!(name);
+        let Some((201, t)) = call(port, "POST", "/v1/clustertemplates", Some(&template)) else {
+            continue;
+        };
+        let t_uuid = t["uuid"].as_str().expect("uuid").to_string();
+        let creates: Vec<_> = (0..4)
+            .map(|i| {
+                let body = json!({"name": format!("{name}-{i}"), "cluster_template_id": name});
+                std::thread::spawn(move || call(port, "POST", "/v1/clusters", Some(&body)))
+            })
+            .collect();
+        let deleted = call(
+            port,
+            "DELETE",
+            &format!("/v1/clustertemplates/{t_uuid}"),
+            None,
+        );
+        requests += 6;
+        if let Some((code, b)) = deleted {
+            assert!(code < 500, "template delete: {code} {b}");
+        }
+        for c in creates {
+            match c.join().expect("create") {
+                Some((202, b)) => {
+                    let uuid = b["uuid"].as_str().expect("uuid");
+                    let _ = call(port, "DELETE", &format!("/v1/clusters/{uuid}"), None);
+                }
+                Some((code, b)) => assert!(code < 500, "create: {code} {b}"),
+                None => {}
+            }
+        }
+    }
+    requests
+}
+
+fn soak_template() -> Value {
+    json!({"name": "soak", "coe": "kubernetes", "image_id": "ubuntu-2204",
+        "cluster_distro": "ubuntu", "flavor_id": "m1.medium", "master_flavor_id": "m1.large",
+        "keypair_id": "default", "labels": {"kube_tag": "v1.30.4"}})
+}
+
 /// Waits (bounded) until the server answers on `port`.
 fn wait_up(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -191,18 +345,30 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
     let port = free_port();
     let args = ["--config", config.to_str().expect("path")];
     let mut server = Server::start_at(port, &db.url, dir.path(), &args, &[]);
-    let template = json!({"name": "soak", "coe": "kubernetes", "image_id": "ubuntu-2204",
-        "cluster_distro": "ubuntu", "flavor_id": "m1.medium", "master_flavor_id": "m1.large",
-        "keypair_id": "default", "labels": {"kube_tag": "v1.30.4"}});
-    let (code, body) = call(port, "POST", "/v1/clustertemplates", Some(&template)).expect("up");
+    let (code, body) =
+        call(port, "POST", "/v1/clustertemplates", Some(&soak_template())).expect("up");
+    assert_eq!(code, 201, "{body}");
+    let mut next = soak_template();
+    next["name"] = json!("soak-next");
+    next["labels"] = json!({"kube_tag": "v1.31.1"});
+    let (code, body) = call(port, "POST", "/v1/clustertemplates", Some(&next)).expect("up");
     assert_eq!(code, 201, "{body}");
 
     let stop = Arc::new(AtomicBool::new(false));
     let acknowledged = Arc::new(Mutex::new(BTreeMap::new()));
+    let pool = Arc::new(Mutex::new(Vec::new()));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|i| {
-            let (stop, ack) = (Arc::clone(&stop), Arc::clone(&acknowledged));
-            std::thread::spawn(move || client(i, port, stop, ack))
+            let (stop, ack, pool) = (
+                Arc::clone(&stop),
+                Arc::clone(&acknowledged),
+                Arc::clone(&pool),
+            );
+            std::thread::spawn(move || match i {
+                TEMPLATE_CHURN => template_churn_client(port, stop),
+                i if CONTESTING.contains(&i) => contesting_client(i, port, stop, pool),
+                i => client(i, port, stop, ack),
+            })
         })
         .collect();
     let total = soak_time(mysql);
@@ -347,5 +513,6 @@ fn sixteen_clients_and_two_sigkills_leave_every_acknowledged_change_reflected() 
         .await
         .expect("orphans");
         assert_eq!(orphans, 0, "nodegroups without a cluster");
+        common::invariants::assert_hold(&mut conn, true, "after the soak").await;
     });
 }
