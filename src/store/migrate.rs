@@ -1,4 +1,4 @@
-//! Creating the schema: Magnum's tables on an empty database, magnum-rs's own side table
+//! Creating the schema: Magnum's tables on an empty database, magnum-rs's own side tables
 //! everywhere, and a refusal to touch a Magnum-owned database that is not at the head
 //! revision magnum-rs understands.
 
@@ -19,7 +19,7 @@ static MYSQL_SIDECAR: Migrator = sqlx::migrate!("migrations/mysql/sidecar");
 pub enum MigrateOutcome {
     /// The database was empty (or ours): Magnum's tables and ours are in place.
     OwnSchema,
-    /// Magnum's own migrations made these tables; only magnum-rs's side table was added.
+    /// Magnum's own migrations made these tables; only magnum-rs's side tables were added.
     MagnumOwned,
 }
 
