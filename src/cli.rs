@@ -118,7 +118,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if auth == AuthMode::Noauth && !bind.ip().is_loopback() {
                 tracing::warn!(
                     %bind,
-                    "noauth on a non-loopback address: anyone who can reach it acts as any                      project, admin included (identity comes from request headers); only                      behind a proxy that authenticates and sets those headers"
+                    "noauth on a non-loopback address: anyone who can reach it acts as any \
+                     project, admin included (identity comes from request headers); only \
+                     behind a proxy that authenticates and sets those headers"
                 );
             }
             tracing::info!(%bind, database = %redact_url(&config.database_url), ?auth, "starting magnum-rs");
