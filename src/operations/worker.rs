@@ -11,8 +11,20 @@ use super::Conductor;
 use crate::drivers::DriverError;
 use crate::store::operations::{OpKind, OpState, Operation};
 
-/// How often a transient driver failure is retried before the operation fails.
-const MAX_ATTEMPTS: i64 = 5;
+/// The first retry's delay after a passing driver failure; each next one doubles, up to
+/// [`RETRY_MAX`], with jitter (see [`retry_delay`]).
+const RETRY_BASE: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// The delay before the retry that follows `attempts` claims: exponential from
+/// [`RETRY_BASE`], capped at [`RETRY_MAX`], and a random half of it taken off ("equal
+/// jitter"), so that replicas and operations failing together do not retry in step.
+pub fn retry_delay(attempts: i64) -> Duration {
+    let exp = u32::try_from(attempts.saturating_sub(1).clamp(0, 16)).unwrap_or(16);
+    let full = RETRY_BASE.saturating_mul(1u32 << exp).min(RETRY_MAX);
+    let fraction = (uuid::Uuid::new_v4().as_u128() % 1000) as u32;
+    full / 2 + (full / 2) * fraction / 1000
+}
 
 /// Runs the worker until `shutdown` turns true. Pending work recorded by another replica or
 /// a previous process is found by the periodic pass as well.
@@ -142,22 +154,55 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
     let outcome = call_driver(&subject, &op).await;
     match outcome {
         Ok(done) => outcome::after_driver(state, &op, &subject, done).await,
-        Err(e @ DriverError::Transient(_)) if op.attempts < MAX_ATTEMPTS => {
-            let reason = e.reason().as_str();
-            match e.kube_source() {
-                Some(source) => {
-                    tracing::warn!(operation = op.id, %reason, %source, "transient driver failure; will retry")
-                }
-                None => {
-                    tracing::warn!(operation = op.id, %reason, "transient driver failure; will retry")
-                }
-            }
-            state
-                .store
-                .transition_operation(op.id, OpState::Running, OpState::Pending, Some(reason))
-                .await?;
-            Ok(())
-        }
+        Err(e @ DriverError::Transient(_)) => retry_later(state, &op, &subject, &e).await,
         Err(e) => outcome::fail(state, &op, Some(&subject), &e.to_string(), OpState::Running).await,
+    }
+}
+
+/// A passing driver failure (the management cluster unreachable, a conflict): the operation
+/// goes back to pending with its next try stored (`not_before`, backoff with jitter), so a
+/// restart or another leader keeps the schedule. The retries end at the driver's progress
+/// deadline, counted from the first failure of the run; then the operation fails with the
+/// last reason.
+async fn retry_later(
+    state: &Conductor,
+    op: &Operation,
+    subject: &super::dispatch::Subject,
+    e: &DriverError,
+) -> Result<(), sqlx::Error> {
+    let reason = e.reason().as_str();
+    let now = chrono::Utc::now().naive_utc();
+    let since = op.retry_since.unwrap_or(now);
+    let deadline = subject.driver.progress_deadline();
+    let failing_for = (now - since).to_std().unwrap_or_default();
+    if failing_for >= deadline {
+        let why = format!("{reason} (retried for {} seconds)", failing_for.as_secs());
+        return outcome::fail(state, op, Some(subject), &why, OpState::Running).await;
+    }
+    let delay = retry_delay(op.attempts).min(deadline - failing_for);
+    match e.kube_source() {
+        Some(source) => tracing::warn!(operation = op.id, %reason, %source,
+            retry_in_ms = delay.as_millis() as u64, "transient driver failure; will retry"),
+        None => tracing::warn!(operation = op.id, %reason,
+            retry_in_ms = delay.as_millis() as u64, "transient driver failure; will retry"),
+    }
+    state.store.retry_later(op.id, reason, delay, since).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Doubling from 1 s, capped at 30 s, with at most half taken off.
+    #[test]
+    fn retry_delays_double_up_to_the_cap_with_jitter() {
+        for (attempts, full) in [(1, 1), (2, 2), (3, 4), (5, 16), (6, 30), (40, 30)] {
+            let full = Duration::from_secs(full);
+            for _ in 0..50 {
+                let d = retry_delay(attempts);
+                assert!(d >= full / 2 && d <= full, "attempt {attempts}: {d:?}");
+            }
+        }
     }
 }

@@ -140,6 +140,9 @@ pub struct Operation {
     pub started_at: Option<String>,
     pub deadline_at: Option<String>,
     pub progress: Option<String>,
+    /// The first of the passing driver failures in a row (retries end at the driver's
+    /// progress deadline from here).
+    pub retry_since: Option<NaiveDateTime>,
 }
 
 impl Operation {
@@ -210,6 +213,7 @@ struct OperationRow {
     started_at: Option<NaiveDateTime>,
     deadline_at: Option<NaiveDateTime>,
     progress: Option<String>,
+    retry_since: Option<NaiveDateTime>,
 }
 
 impl TryFrom<OperationRow> for Operation {
@@ -233,6 +237,7 @@ impl TryFrom<OperationRow> for Operation {
             started_at: r.started_at.as_ref().map(stored),
             deadline_at: r.deadline_at.as_ref().map(stored),
             progress: r.progress,
+            retry_since: r.retry_since,
         })
     }
 }
@@ -271,7 +276,7 @@ pub(crate) async fn transition_on(
 
 const OP_COLUMNS: &str =
     "id, kind, cluster_uuid, nodegroup_uuid, old_count, new_count, payload, state, attempts, \
-     wait_object, wait_generation, started_at, deadline_at, progress";
+     wait_object, wait_generation, started_at, deadline_at, progress, retry_since";
 
 impl Store {
     /// Accepts a resize of rows the caller was shown: in one transaction, under the rows'
@@ -345,13 +350,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Pending operations, oldest first.
+    /// Pending operations that may run now (not waiting for a retry's time), oldest first.
     pub async fn pending_operations(&self, limit: i64) -> Result<Vec<Operation>, sqlx::Error> {
         let sql = format!(
-            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? ORDER BY id LIMIT ?"
+            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? \
+             AND (not_before IS NULL OR not_before <= ?) ORDER BY id LIMIT ?"
         );
         let binds = vec![
             Bind::text(OpState::Pending.as_str()),
+            Bind::text(now()),
             Bind::Int(Some(limit)),
         ];
         operations(sql, binds, &mut self.conn().await?).await
@@ -422,6 +429,33 @@ impl Store {
         }
         tx.commit().await?;
         Ok(claim)
+    }
+
+    /// A running operation whose driver call failed for a passing reason goes back to
+    /// pending, not to be claimed before `delay` from now; `retry_since` keeps the first
+    /// failure of the run. False when another worker moved it first.
+    pub async fn retry_later(
+        &self,
+        id: i64,
+        reason: &str,
+        delay: std::time::Duration,
+        retry_since: NaiveDateTime,
+    ) -> Result<bool, sqlx::Error> {
+        let at = chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        let r = stmt(
+            "UPDATE magnum_rs_operation SET state = ?, last_error = ?, not_before = ?, \
+             retry_since = ?, updated_at = ? WHERE id = ? AND state = ?",
+        )
+        .bind(OpState::Pending.as_str())
+        .bind(reason.to_string())
+        .bind(at.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
+        .bind(retry_since.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
+        .bind(now())
+        .bind(id)
+        .bind(OpState::Running.as_str())
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(r.rows_affected() == 1)
     }
 
     /// Moves an operation from `from` to `to`; false when another worker moved it first.

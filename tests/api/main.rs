@@ -30,6 +30,7 @@ mod policy_override;
 mod policy_sample;
 mod quotas;
 mod races;
+mod retries;
 mod stats;
 mod store_pool;
 mod versions;

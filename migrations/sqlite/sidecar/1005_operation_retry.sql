@@ -1,0 +1,7 @@
+-- Retries of an operation whose driver call failed for a passing reason (the management
+-- cluster unreachable, a conflict): durable, so a restart keeps the schedule (issue 29).
+-- not_before: the operation is pending but not claimed before this time (exponential
+-- backoff with jitter); retry_since: the first of the failures in a row, so the retries end
+-- at the driver's progress deadline from there.
+alter table magnum_rs_operation add column not_before datetime;
+alter table magnum_rs_operation add column retry_since datetime;
