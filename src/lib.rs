@@ -109,12 +109,25 @@ async fn conduct(state: Conductor, stop: tokio::sync::watch::Receiver<bool>) {
 
 /// Runs the conductor role: always, or only while this replica leads when a driver asks
 /// for leader election.
-async fn conductor(state: Conductor, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+async fn conductor(state: Conductor, shutdown: tokio::sync::watch::Receiver<bool>) {
     let leadership = state.drivers.drivers().iter().find_map(|d| d.leadership());
-    let Some(mut leading) = leadership else {
+    let Some(leading) = leadership else {
         conduct(state, shutdown).await;
         return;
     };
+    lead_while_elected(state.clone(), leading, shutdown).await;
+    // A graceful stop gives the Lease up, so the next replica leads at its next round.
+    for d in state.drivers.drivers() {
+        d.step_down().await;
+    }
+}
+
+/// Runs the conductor's work while this replica holds the leadership, until `shutdown`.
+async fn lead_while_elected(
+    state: Conductor,
+    mut leading: tokio::sync::watch::Receiver<bool>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         while !*leading.borrow() {
             tokio::select! {

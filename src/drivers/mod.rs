@@ -241,6 +241,10 @@ pub trait Lifecycle: Send + Sync {
         None
     }
 
+    /// On a graceful stop: stops competing for leadership and gives it up if held, so
+    /// another replica leads at once. Nothing to do without an election.
+    async fn step_down(&self) {}
+
     /// For readiness: each backend (management cluster) the driver drives, whether this
     /// replica reaches it now and whether it leads. None: the driver has no backend.
     async fn management_status(&self) -> Vec<ManagementStatus> {

@@ -18,4 +18,5 @@ mod cli;
 mod cli_admin;
 mod deploy_rbac;
 mod keystone_auth;
+mod lease;
 mod magnum_database_admin;

@@ -48,7 +48,7 @@ pub struct KubeClusterApiDriver {
     /// The watch caches of the management clusters (by name), from the last `watch`.
     caches: Mutex<Vec<(String, StackCache)>>,
     election: Option<super::leader::LeaseConfig>,
-    leadership: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
+    leadership: Mutex<Option<std::sync::Arc<super::leader::Election>>>,
 }
 
 impl KubeClusterApiDriver {
@@ -589,11 +589,17 @@ impl Lifecycle for KubeClusterApiDriver {
         let cfg = self.election.clone()?;
         let mc = self.management.first()?;
         let mut slot = self.leadership.lock().ok()?;
-        if slot.is_none() {
-            let (rx, _task) = super::leader::run(mc.client.clone(), cfg);
-            *slot = Some(rx);
+        let election = slot.get_or_insert_with(|| {
+            std::sync::Arc::new(super::leader::run(mc.client.clone(), cfg))
+        });
+        Some(election.leading.clone())
+    }
+
+    async fn step_down(&self) {
+        let election = self.leadership.lock().ok().and_then(|slot| slot.clone());
+        if let Some(e) = election {
+            e.step_down().await;
         }
-        slot.clone()
     }
 
     async fn management_status(&self) -> Vec<ManagementStatus> {
@@ -603,7 +609,7 @@ impl Lifecycle for KubeClusterApiDriver {
                 .leadership
                 .lock()
                 .ok()
-                .and_then(|slot| slot.as_ref().map(|rx| *rx.borrow()))
+                .and_then(|slot| slot.as_ref().map(|e| *e.leading.borrow()))
                 .unwrap_or(false),
         };
         let mut out = Vec::new();

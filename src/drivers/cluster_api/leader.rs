@@ -2,7 +2,9 @@
 //! magnum-rs replicas sharing one database exactly one drives the management clusters at a
 //! time: it runs the operations worker and the watchers. A replica that stops renewing loses
 //! the lease after its duration; the next leader requeues the operations the dead one had
-//! claimed.
+//! claimed. A replica that stops gracefully gives the lease up first (holder emptied, as
+//! client-go's `ReleaseOnCancel` does), so the next one leads at its next round instead of
+//! after the lease's duration.
 
 use std::time::Duration;
 
@@ -52,13 +54,16 @@ pub async fn try_acquire(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<bool, ku
         Some(mut lease) => {
             let spec = lease.spec.get_or_insert_with(Default::default);
             let ours = spec.holder_identity.as_deref() == Some(cfg.holder.as_str());
-            let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
-                (Some(MicroTime(t)), Some(d)) => {
-                    let age = k8s_openapi::jiff::Timestamp::now().duration_since(*t);
-                    age.as_secs() > i64::from(d)
-                }
-                _ => true,
-            };
+            // Given up by its last holder (see `release`): free now.
+            let released = spec.holder_identity.as_deref().is_none_or(str::is_empty);
+            let expired = released
+                || match (&spec.renew_time, spec.lease_duration_seconds) {
+                    (Some(MicroTime(t)), Some(d)) => {
+                        let age = k8s_openapi::jiff::Timestamp::now().duration_since(*t);
+                        age.as_secs() > i64::from(d)
+                    }
+                    _ => true,
+                };
             if !ours && !expired {
                 return Ok(false);
             }
@@ -80,12 +85,49 @@ pub async fn try_acquire(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<bool, ku
     }
 }
 
-/// Competes for the lease forever; the receiver says whether this replica leads now.
-pub fn run(
-    client: kube::Client,
-    cfg: LeaseConfig,
-) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+/// Gives the lease up if this replica holds it: the holder emptied and a duration of one
+/// second (what client-go's elector writes on release), conditional on the version read, so
+/// a lease another replica took meanwhile is left alone.
+pub async fn release(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<bool, kube::Error> {
+    let Some(mut lease) = api.get_opt(&cfg.name).await? else {
+        return Ok(false);
+    };
+    let spec = lease.spec.get_or_insert_with(Default::default);
+    if spec.holder_identity.as_deref() != Some(cfg.holder.as_str()) {
+        return Ok(false);
+    }
+    spec.holder_identity = None;
+    spec.lease_duration_seconds = Some(1);
+    spec.renew_time = Some(now());
+    match api.replace(&cfg.name, &PostParams::default(), &lease).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The lease task of a replica: whether it leads now, and how to make it stop.
+pub struct Election {
+    pub leading: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Election {
+    /// Stops competing and gives the lease up if held; returns when that is done (or the
+    /// API server did not answer).
+    pub async fn step_down(&self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.lock().await.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Competes for the lease until stopped ([`Election::step_down`]).
+pub fn run(client: kube::Client, cfg: LeaseConfig) -> Election {
     let (tx, rx) = watch::channel(false);
+    let (stop, mut stopped) = watch::channel(false);
     let handle = tokio::spawn(async move {
         let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
         loop {
@@ -101,11 +143,24 @@ pub fn run(
                 tracing::info!(lease = %cfg.name, holder = %cfg.holder, leading, "leadership changed");
                 let _ = tx.send(leading);
             }
-            if tx.is_closed() {
-                break;
+            tokio::select! {
+                _ = tokio::time::sleep(cfg.renew_every) => {}
+                _ = stopped.changed() => break,
             }
-            tokio::time::sleep(cfg.renew_every).await;
+        }
+        let _ = tx.send(false);
+        match release(&api, &cfg).await {
+            Ok(true) => tracing::info!(lease = %cfg.name, holder = %cfg.holder, "lease released"),
+            Ok(false) => {}
+            Err(e) => {
+                super::client::count_kube_error("lease", &e);
+                tracing::warn!(error = %e, lease = %cfg.name, "cannot release the lease; it expires");
+            }
         }
     });
-    (rx, handle)
+    Election {
+        leading: rx,
+        stop,
+        task: tokio::sync::Mutex::new(Some(handle)),
+    }
 }
