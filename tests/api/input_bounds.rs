@@ -32,6 +32,9 @@ fn sized(size: usize, shape: impl Fn(&str) -> Value) -> Value {
     v
 }
 
+/// Builds a field's value around a pad (see [`sized`]).
+type Shape = dyn Fn(&str) -> Value;
+
 fn big_dict(pad: &str) -> Value {
     json!({ "big": pad })
 }
@@ -228,7 +231,7 @@ async fn nodegroup_labels_node_labels_and_taints_are_stored_at_their_bounds_and_
     app.standard_fixture().await;
     let (labels_max, field_max) = defaults();
     let taint = |p: &str| json!([{"key": "k", "value": p, "effect": "NoSchedule"}]);
-    let cases: [(&str, usize, &dyn Fn(&str) -> Value); 3] = [
+    let cases: [(&str, usize, &Shape); 3] = [
         ("labels", labels_max, &big_dict),
         ("node_labels", field_max, &big_dict),
         ("node_taints", field_max, &taint),
