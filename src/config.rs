@@ -118,6 +118,14 @@ pub struct ApiConfig {
     pub shutdown_timeout: u64,
     /// The largest request body in bytes; a larger one gets 413 in Magnum's envelope.
     pub max_request_body_size: usize,
+    /// The largest `labels` dict a request may store (templates, clusters, nodegroups), in
+    /// bytes of its JSON as stored; a larger one gets 400 (`api::bounds`). Magnum has no
+    /// such bound: every list of clusters would carry whatever one client stored.
+    pub max_labels_size: usize,
+    /// The same for every other free-form dict or list a request may store (`node_labels`,
+    /// `node_taints`, `health_status_reason`, a federation's `properties` and `member_ids`,
+    /// a resize's `nodes_to_remove`).
+    pub max_field_size: usize,
     /// oslo.middleware's `enable_proxy_headers_parsing`: take the links' scheme from
     /// `X-Forwarded-Proto`. Only behind a proxy that sets (or strips) it.
     pub enable_proxy_headers_parsing: bool,
@@ -249,6 +257,8 @@ impl Default for ApiConfig {
             request_timeout: 60,
             shutdown_timeout: 20,
             max_request_body_size: 2 * 1024 * 1024,
+            max_labels_size: 64 * 1024,
+            max_field_size: 64 * 1024,
             enable_proxy_headers_parsing: false,
         }
     }

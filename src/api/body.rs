@@ -15,14 +15,19 @@ pub fn py_str(v: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
         Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Value::Object(m) => py_dict(m),
     }
+}
+
+/// Python's `str()` of a dict.
+pub fn py_dict(m: &Map<String, Value>) -> String {
+    format!(
+        "{{{}}}",
+        m.iter()
+            .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// Python's `repr()` of a JSON value.

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::authz::{admin_all_tenants, enforce_on};
 use super::body::{py_str, Body};
+use super::bounds::FieldBounds;
 use super::extract::{ApiVersion, MagnumBody, MagnumPath};
 use super::lookup;
 use super::microversion::Version;
@@ -42,8 +43,10 @@ pub struct ResizeBody {
     pub nodegroup: Option<String>,
 }
 
-/// WSME's validation of `ClusterResizeRequest`.
-pub fn parse_resize_body(bytes: &Bytes) -> ApiResult<ResizeBody> {
+/// WSME's validation of `ClusterResizeRequest`, then magnum-rs's bound on `nodes_to_remove`
+/// (`[api] max_field_size`: the list is stored with the operation, where Magnum passes it
+/// over RPC).
+pub fn parse_resize_body(bytes: &Bytes, bounds: FieldBounds) -> ApiResult<ResizeBody> {
     let b = Body::parse(
         bytes,
         "cluster_resize_req",
@@ -71,6 +74,7 @@ pub fn parse_resize_body(bytes: &Bytes) -> ApiResult<ResizeBody> {
             .collect::<ApiResult<Vec<String>>>()?,
     };
     let nodegroup = b.string("nodegroup", 1, 255)?;
+    bounds.strings("nodes_to_remove", &nodes_to_remove)?;
     Ok(ResizeBody {
         node_count,
         nodes_to_remove,
@@ -107,7 +111,7 @@ async fn resize_cluster(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(Version::new(1, 7), "resize")?;
     Query::parse(raw.as_deref(), &[])?;
-    let req = parse_resize_body(&bytes)?;
+    let req = parse_resize_body(&bytes, FieldBounds::new(&state.config.api))?;
     if req.node_count == 0 && !version.at_least(1, 10) {
         return Err(ApiError::ZeroNodeCountNotSupported);
     }

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::authz::{enforce, enforce_on};
 use super::body::{bool_from_string, check_name_pattern, member_post_error, py_str, Body};
+use super::bounds::FieldBounds;
 use super::extract::{MagnumBody, MagnumPath};
 use super::jsonpatch::{self, PatchOp, BASE_INTERNAL};
 use super::query::{
@@ -285,6 +286,22 @@ fn attributes(b: &Body) -> ApiResult<Attributes> {
     })
 }
 
+/// magnum-rs's size bounds (`[api] max_field_size`) on the `properties` and `member_ids` of
+/// `a` that differ from `before`'s (both, on a create). Run after WSME's checks.
+fn check_bounds(a: &Attributes, before: Option<&Federation>, bounds: FieldBounds) -> ApiResult<()> {
+    if let Some(p) = &a.properties {
+        if before.is_none_or(|f| f.properties.as_ref() != Some(p)) {
+            bounds.dict("properties", p)?;
+        }
+    }
+    if let Some(m) = &a.member_ids {
+        if before.is_none_or(|f| f.member_ids.as_ref() != Some(m)) {
+            bounds.list("member_ids", m)?;
+        }
+    }
+    Ok(())
+}
+
 /// Mirrors `FederationsController.post`: 202 with the new uuid. The federation is recorded
 /// complete at once (there is nothing for a driver to build).
 async fn create_federation(
@@ -296,6 +313,7 @@ async fn create_federation(
     Query::parse(raw.as_deref(), &[])?;
     let b = Body::parse(&bytes, "federation", WRITABLE, READ_ONLY)?;
     let a = attributes(&b)?;
+    check_bounds(&a, None, FieldBounds::new(&state.config.api))?;
     enforce(&state, &ctx, "federation:create")?;
     // `attr_validator.validate_federation_hostcluster`.
     let Some(host) = &a.hostcluster_id else {
@@ -456,6 +474,7 @@ async fn patched(
     let mut doc = before.clone();
     jsonpatch::apply(&mut doc, &ops)?;
     let a = attributes(&Body::from_map("federation", doc.clone()))?;
+    check_bounds(&a, Some(current), FieldBounds::new(&state.config.api))?;
     validate_federation_delta(&before, &doc)?;
     let _ = a.name;
     Ok(FederationChange {

@@ -3,6 +3,7 @@
 
 pub mod authz;
 pub mod body;
+pub mod bounds;
 pub mod certificates;
 pub mod cluster_actions;
 pub mod cluster_templates;

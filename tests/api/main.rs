@@ -21,6 +21,7 @@ mod cluster_templates;
 mod clusters;
 mod federations;
 mod fuzz_inputs;
+mod input_bounds;
 mod magnum23_findings;
 mod migrate;
 mod mservices;

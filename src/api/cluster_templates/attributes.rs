@@ -3,6 +3,7 @@
 
 use super::validate::validate_dns;
 use crate::api::body::Body;
+use crate::api::bounds::{column_width, FieldBounds};
 use crate::error::{ApiError, ApiResult};
 use crate::model::ClusterTemplate;
 
@@ -71,5 +72,27 @@ pub(super) fn read_attrs(b: &Body, into: &mut ClusterTemplate) -> ApiResult<()> 
     into.hidden = Some(b.boolean("hidden")?.unwrap_or(false));
     into.tags = b.string("tags", 0, 255)?;
     into.driver = s("driver")?;
+    Ok(())
+}
+
+/// magnum-rs's size bounds on what `t` stores that differs from `before` (everything, on a
+/// create): its `labels` (`[api] max_labels_size`) and `dns_nameserver` (the width of its
+/// column, which `types.dns_list` does not check). Run after WSME's checks (`read_attrs`).
+pub(super) fn check_bounds(
+    t: &ClusterTemplate,
+    before: Option<&ClusterTemplate>,
+    bounds: FieldBounds,
+) -> ApiResult<()> {
+    if let Some(labels) = t
+        .labels
+        .as_ref()
+        .filter(|_| before.is_none_or(|b| b.labels != t.labels))
+    {
+        bounds.labels(labels)?;
+    }
+    let dns_changed = before.is_none_or(|b| b.dns_nameserver != t.dns_nameserver);
+    if let Some(dns) = t.dns_nameserver.as_deref().filter(|_| dns_changed) {
+        column_width("dns_nameserver", dns)?;
+    }
     Ok(())
 }

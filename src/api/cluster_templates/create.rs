@@ -7,11 +7,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use super::attributes::read_attrs;
+use super::attributes::{check_bounds, read_attrs};
 use super::validate::{enforce_volume_storage_size, validate_drivers, DEFAULT_NETWORK_DRIVER};
 use super::view::render;
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::bounds::FieldBounds;
 use crate::api::extract::MagnumBody;
 use crate::api::query::{base_url, Query};
 use crate::error::{ApiError, ApiResult};
@@ -63,12 +64,14 @@ pub struct ClusterTemplateCreate {
 }
 
 impl ClusterTemplateCreate {
-    /// WSME's validation of the `ClusterTemplate` API type (`image_id` is mandatory).
-    pub fn from_body(bytes: &Bytes) -> ApiResult<ClusterTemplateCreate> {
+    /// WSME's validation of the `ClusterTemplate` API type (`image_id` is mandatory), then
+    /// magnum-rs's size bounds.
+    pub fn from_body(bytes: &Bytes, bounds: FieldBounds) -> ApiResult<ClusterTemplateCreate> {
         let b = Body::parse(bytes, "cluster_template", WRITABLE, READ_ONLY)?;
         b.mandatory("image_id")?;
         let mut template = ClusterTemplate::default();
         read_attrs(&b, &mut template)?;
+        check_bounds(&template, None, bounds)?;
         let uuid = b
             .raw()
             .get("uuid")
@@ -91,7 +94,7 @@ pub(super) async fn create_template(
     let ClusterTemplateCreate {
         template: mut t,
         uuid,
-    } = ClusterTemplateCreate::from_body(&bytes)?;
+    } = ClusterTemplateCreate::from_body(&bytes, FieldBounds::new(&state.config.api))?;
     validate_drivers(
         &t,
         &state

@@ -5,11 +5,12 @@ use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::Value;
 
-use super::attributes::read_attrs;
+use super::attributes::{check_bounds, read_attrs};
 use super::validate::validate_drivers;
 use super::view::{render, template_doc};
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
+use crate::api::bounds::FieldBounds;
 use crate::api::extract::{MagnumBody, MagnumPath};
 use crate::api::jsonpatch::{self, BASE_INTERNAL};
 use crate::api::lookup;
@@ -67,6 +68,7 @@ pub(super) async fn update_template(
     let patched = Body::from_map("cluster_template", doc);
     let mut t = current.clone();
     read_attrs(&patched, &mut t)?;
+    check_bounds(&t, Some(&current), FieldBounds::new(&state.config.api))?;
     validate_drivers(
         &t,
         &state

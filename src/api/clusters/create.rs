@@ -7,9 +7,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
+use super::labels::{cluster_labels, worker_min_node_count};
 use super::HEALTH_STATUSES;
 use crate::api::authz::enforce;
 use crate::api::body::{check_name_pattern, Body};
+use crate::api::bounds::{column_width, FieldBounds};
 use crate::api::cluster_templates::enforce_volume_storage_size;
 use crate::api::extract::{ApiVersion, MagnumBody};
 use crate::api::lookup;
@@ -91,8 +93,9 @@ pub struct ClusterCreate {
 }
 
 impl ClusterCreate {
-    /// WSME's validation of the `Cluster` API type, attribute by attribute.
-    pub fn from_body(bytes: &Bytes) -> ApiResult<ClusterCreate> {
+    /// WSME's validation of the `Cluster` API type, attribute by attribute, then magnum-rs's
+    /// size bounds.
+    pub fn from_body(bytes: &Bytes, bounds: FieldBounds) -> ApiResult<ClusterCreate> {
         let b = Body::parse(bytes, "cluster", WRITABLE, READ_ONLY)?;
         // Validated, then ignored: the new cluster always gets a fresh uuid.
         b.uuid("uuid")?;
@@ -131,6 +134,14 @@ impl ClusterCreate {
         for key in ["labels_overridden", "labels_added", "labels_skipped"] {
             b.label_values(key)?;
         }
+        // magnum-rs's bounds (docs/compatibility.md): the labels as the body gives them, and
+        // `discovery_url` at the width of its column (`wtypes.text` in Magnum).
+        if let Some(l) = &labels {
+            bounds.labels(l)?;
+        }
+        if let Some(url) = &discovery_url {
+            column_width("discovery_url", url)?;
+        }
         Ok(ClusterCreate {
             name,
             cluster_template_id,
@@ -161,7 +172,8 @@ pub(super) async fn create_cluster(
     MagnumBody(bytes): MagnumBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     Query::parse(raw.as_deref(), &[])?;
-    let req = ClusterCreate::from_body(&bytes)?;
+    let bounds = FieldBounds::new(&state.config.api);
+    let req = ClusterCreate::from_body(&bytes, bounds)?;
 
     // Decorators: template lookup (400 instead of 404 below 1.10), cluster type, master size.
     let scope = lookup::template_scope(&ctx, false);
@@ -184,22 +196,18 @@ pub(super) async fn create_cluster(
     if template.hidden.unwrap_or(false) && !ctx.is_admin {
         return Err(ApiError::NotAuthorized);
     }
-    let template_labels = template.labels.clone().unwrap_or_default();
-    let labels = match req.labels {
-        Some(l) if !l.is_empty() => {
-            if req.merge_labels {
-                let mut merged = template_labels.clone();
-                merged.extend(l);
-                merged
-            } else {
-                l
-            }
-        }
-        _ => template_labels,
-    };
     let floating_ip_enabled = req.floating_ip_enabled.or(template.floating_ip_enabled);
     let master_lb_enabled = req.master_lb_enabled.or(template.master_lb_enabled);
     validate_master_count(req.master_count, master_lb_enabled)?;
+    // magnum-rs's own checks, after every one of Magnum's: the merged labels' size and the
+    // worker's `min_node_count` label (docs/compatibility.md).
+    let labels = cluster_labels(
+        template.labels.as_ref(),
+        req.labels,
+        req.merge_labels,
+        bounds,
+    )?;
+    let min_node_count = worker_min_node_count(&labels)?;
     let or_template =
         |v: Option<String>, t: &Option<String>| v.filter(|s| !s.is_empty()).or_else(|| t.clone());
     let create_timeout = req.create_timeout;
@@ -226,7 +234,13 @@ pub(super) async fn create_cluster(
         master_lb_enabled,
         ..Cluster::default()
     };
-    let nodegroups = default_nodegroups(&cluster, &template, req.master_count, req.node_count);
+    let nodegroups = default_nodegroups(
+        &cluster,
+        &template,
+        req.master_count,
+        req.node_count,
+        min_node_count,
+    );
     let op = NewOperation {
         cluster_uuid: cluster.uuid.clone(),
         nodegroup_uuid: None,
@@ -297,12 +311,14 @@ fn validate_master_count(master_count: i64, master_lb_enabled: Option<bool>) -> 
     Ok(())
 }
 
-/// `conductor.utils._get_nodegroup_object` for the master and the worker.
+/// `conductor.utils._get_nodegroup_object` for the master and the worker
+/// (`min_node_count`: the worker's, read from the labels by `worker_min_node_count`).
 fn default_nodegroups(
     c: &Cluster,
     t: &ClusterTemplate,
     master_count: i64,
     node_count: i64,
+    min_node_count: i64,
 ) -> Vec<NodeGroup> {
     let labels = c.labels.clone().unwrap_or_default();
     let make = |role: &str, count: i64| {
@@ -323,14 +339,7 @@ fn default_nodegroups(
             },
             image_id: t.image_id.clone(),
             node_count: count,
-            min_node_count: if master {
-                0
-            } else {
-                labels
-                    .get("min_node_count")
-                    .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_i64()))
-                    .unwrap_or(0)
-            },
+            min_node_count: if master { 0 } else { min_node_count },
             role: Some(role.into()),
             is_default: Some(true),
             status: Some(status::CREATE_IN_PROGRESS.into()),

@@ -2,6 +2,7 @@
 //! delete here; the response shapes in `view`, POST in `create`, PATCH in `update`.
 
 mod create;
+mod labels;
 mod update;
 mod view;
 

@@ -10,6 +10,7 @@ use super::view::cluster_doc;
 use super::HEALTH_STATUSES;
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
+use crate::api::bounds::FieldBounds;
 use crate::api::cluster_actions::resizing;
 use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch;
@@ -130,6 +131,13 @@ pub(super) async fn update_cluster(
         }
     }
     let health_reason = patched.object("health_status_reason")?;
+    // magnum-rs's bound on a new reason (docs/compatibility.md): one as stored is kept.
+    if let Some(reason) = health_reason
+        .as_ref()
+        .filter(|_| health_reason != c.health_status_reason)
+    {
+        FieldBounds::new(&state.config.api).dict("health_status_reason", reason)?;
+    }
     let delta: Vec<&str> = after
         .iter()
         .filter(|(k, v)| before.get(*k) != Some(*v))

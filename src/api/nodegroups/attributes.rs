@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::api::body::{py_str, py_type, Body};
+use crate::api::bounds::FieldBounds;
 use crate::error::{ApiError, ApiResult};
 use crate::model::NodeGroup;
 
@@ -47,5 +48,28 @@ pub(super) fn read_attrs(b: &Body, ng: &mut NodeGroup) -> ApiResult<()> {
     } else {
         None
     };
+    Ok(())
+}
+
+/// magnum-rs's size bounds on the free-form fields of `ng` that differ from `before` (all of
+/// them, on a create): `labels` (`[api] max_labels_size`), `node_labels` and `node_taints`
+/// (`[api] max_field_size`). Run after WSME's checks (`read_attrs`).
+pub(super) fn check_bounds(
+    ng: &NodeGroup,
+    before: Option<&NodeGroup>,
+    bounds: FieldBounds,
+) -> ApiResult<()> {
+    let labels_changed = before.is_none_or(|b| b.labels != ng.labels);
+    if let Some(l) = ng.labels.as_ref().filter(|_| labels_changed) {
+        bounds.labels(l)?;
+    }
+    let node_labels_changed = before.is_none_or(|b| b.node_labels != ng.node_labels);
+    if let Some(m) = ng.node_labels.as_ref().filter(|_| node_labels_changed) {
+        bounds.dict("node_labels", m)?;
+    }
+    let node_taints_changed = before.is_none_or(|b| b.node_taints != ng.node_taints);
+    if let Some(t) = ng.node_taints.as_ref().filter(|_| node_taints_changed) {
+        bounds.list("node_taints", t)?;
+    }
     Ok(())
 }

@@ -8,12 +8,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::Value;
 
-use super::attributes::read_attrs;
+use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
 use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::bounds::FieldBounds;
 use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::lookup;
 use crate::api::query::{base_url, Query};
@@ -69,8 +70,8 @@ pub struct NodeGroupCreate {
 }
 
 impl NodeGroupCreate {
-    /// WSME's validation of the `NodeGroup` API type.
-    pub fn from_body(bytes: &Bytes) -> ApiResult<NodeGroupCreate> {
+    /// WSME's validation of the `NodeGroup` API type, then magnum-rs's size bounds.
+    pub fn from_body(bytes: &Bytes, bounds: FieldBounds) -> ApiResult<NodeGroupCreate> {
         let b = Body::parse(bytes, "nodegroup", WRITABLE, READ_ONLY)?;
         // Validated, then overwritten (a fresh uuid, the cluster's uuid).
         b.uuid("uuid")?;
@@ -83,6 +84,7 @@ impl NodeGroupCreate {
         read_attrs(&b, &mut nodegroup)?;
         let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
         let is_default = b.boolean("is_default")?;
+        check_bounds(&nodegroup, None, bounds)?;
         let given = b.raw().keys().filter(|k| b.has(k)).cloned().collect();
         Ok(NodeGroupCreate {
             nodegroup,
@@ -110,7 +112,8 @@ pub(super) async fn create_nodegroup(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     version.require(MIN_VERSION, VERSIONED_NAME)?;
     Query::parse(raw.as_deref(), &[])?;
-    let req = NodeGroupCreate::from_body(&bytes)?;
+    let bounds = FieldBounds::new(&state.config.api);
+    let req = NodeGroupCreate::from_body(&bytes, bounds)?;
     let mut ng = req.nodegroup.clone();
     enforce(&state, &ctx, "nodegroup:create")?;
     let tenancy = Tenancy::of(&ctx, false);
@@ -159,6 +162,8 @@ pub(super) async fn create_nodegroup(
         Some(l) if req.merge_labels => {
             let mut merged = cluster_labels.clone();
             merged.extend(l);
+            // The body's labels were bounded as given; laid over the cluster's, again.
+            bounds.labels(&merged)?;
             merged
         }
         Some(l) => l,

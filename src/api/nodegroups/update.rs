@@ -6,12 +6,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::Value;
 
-use super::attributes::read_attrs;
+use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
 use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
+use crate::api::bounds::FieldBounds;
 use crate::api::extract::{ApiVersion, MagnumBody, MagnumPath};
 use crate::api::jsonpatch::{self, BASE_INTERNAL};
 use crate::api::lookup;
@@ -87,6 +88,7 @@ pub(super) async fn update_nodegroup(
     let patched = Body::from_map("nodegroup", doc);
     let mut ng = current.clone();
     read_attrs(&patched, &mut ng)?;
+    check_bounds(&ng, Some(&current), FieldBounds::new(&state.config.api))?;
     let driver = driver_of(&state, &cluster).await?;
     validate_nodegroup(&ng, driver.as_deref(), Validating::Update)?;
     let changes = [
