@@ -71,7 +71,9 @@ fn a_graceful_stop_gives_the_lease_up_and_the_next_replica_leads_at_once() {
     rt.block_on(async {
         let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
         let body = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("ns");
-        nss.create(&PostParams::default(), &body).await.expect("namespace");
+        nss.create(&PostParams::default(), &body)
+            .await
+            .expect("namespace");
     });
     let dir = tempfile::tempdir().expect("dir");
     let config = write_config(dir.path(), &ns, &kubeconfig);
@@ -93,7 +95,10 @@ fn a_graceful_stop_gives_the_lease_up_and_the_next_replica_leads_at_once() {
             .unwrap_or_default()
     };
     let before = rt.block_on(leases.get("magnum-rs")).expect("lease");
-    assert!(!holder(&before).is_empty(), "the first replica holds the lease");
+    assert!(
+        !holder(&before).is_empty(),
+        "the first replica holds the lease"
+    );
 
     let pid = first.child.id().to_string();
     let sent = std::process::Command::new("kill")

@@ -589,9 +589,8 @@ impl Lifecycle for KubeClusterApiDriver {
         let cfg = self.election.clone()?;
         let mc = self.management.first()?;
         let mut slot = self.leadership.lock().ok()?;
-        let election = slot.get_or_insert_with(|| {
-            std::sync::Arc::new(super::leader::run(mc.client.clone(), cfg))
-        });
+        let election = slot
+            .get_or_insert_with(|| std::sync::Arc::new(super::leader::run(mc.client.clone(), cfg)));
         Some(election.leading.clone())
     }
 
