@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod drivers;
 pub mod error;
+pub mod failpoint;
 pub mod health;
 pub mod listener;
 pub mod model;

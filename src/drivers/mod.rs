@@ -229,6 +229,16 @@ pub trait Lifecycle: Send + Sync {
         None
     }
 
+    /// The count the backend is asked for now for `nodegroup` (its spec, not its status),
+    /// when the driver can tell: after a roll-back the backend refused, the API shows this.
+    async fn asked_count(
+        &self,
+        _cluster: &Cluster,
+        _nodegroup: &NodeGroup,
+    ) -> Result<Option<i64>, DriverError> {
+        Ok(None)
+    }
+
     /// How long an operation in flight may show no progress before it fails.
     fn progress_deadline(&self) -> std::time::Duration {
         std::time::Duration::from_secs(1800)

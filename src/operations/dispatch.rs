@@ -133,6 +133,15 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
             };
             Done::Progress(d.resize(&s.cluster, ng()?, &req).await?)
         }
+        // A resize back to the restored count: the same one-field change, nothing removed
+        // by name (the backend picks, as for any scale down).
+        OpPayload::Rollback { .. } => {
+            let req = ResizeRequest {
+                node_count: op.new_count.unwrap_or(1),
+                nodes_to_remove: Vec::new(),
+            };
+            Done::Progress(d.resize(&s.cluster, ng()?, &req).await?)
+        }
         OpPayload::Upgrade {
             cluster_template,
             max_batch_size,

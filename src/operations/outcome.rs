@@ -12,7 +12,7 @@ use super::{transitions, Conductor};
 use crate::drivers::{Progress, WaitOn};
 use crate::model::NodeGroup;
 use crate::model::Tenancy;
-use crate::store::operations::{OpKind, OpState, Operation, Wait};
+use crate::store::operations::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
 /// Writes what the driver answered for a running operation.
@@ -159,6 +159,14 @@ pub async fn finish(
             }
         }
         OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
+        // The backend is back at the restored count; the failure stays what the API shows.
+        OpKind::Rollback => {
+            batch = batch.settle_cluster_in_progress(
+                &op.cluster_uuid,
+                crate::model::status::UPDATE_COMPLETE,
+                op.id,
+            );
+        }
         OpKind::DeleteNodeGroup => {
             if let Some(ng) = &s.nodegroup {
                 batch = batch.delete_nodegroup(&ng.uuid);
@@ -205,14 +213,24 @@ pub async fn gone(state: &Conductor, op: &Operation, from: OpState) -> Result<()
         OpKind::CreateCluster | OpKind::DeleteCluster => None,
         kind => transitions::completed(kind, true).cluster,
     };
-    let closed = match settle {
-        Some(st) => {
+    let closed = match (op.kind(), settle) {
+        (OpKind::Rollback, _) => {
+            let batch = on_cluster(op)
+                .settle_cluster_in_progress(
+                    &op.cluster_uuid,
+                    crate::model::status::UPDATE_COMPLETE,
+                    op.id,
+                )
+                .transition(op.id, from, OpState::Done);
+            state.store.commit(batch).await?
+        }
+        (_, Some(st)) => {
             let batch = on_cluster(op)
                 .settle_cluster(&op.cluster_uuid, st, op.id)
                 .transition(op.id, from, OpState::Done);
             state.store.commit(batch).await?
         }
-        None => Err(Refused::ClusterGone),
+        (_, None) => Err(Refused::ClusterGone),
     };
     if let Err(Refused::ClusterGone) = closed {
         let batch = Batch::default().transition(op.id, from, OpState::Done);
@@ -221,6 +239,22 @@ pub async fn gone(state: &Conductor, op: &Operation, from: OpState) -> Result<()
     tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid,
         "operation closed: what it worked on is gone");
     Ok(())
+}
+
+/// The operation that sets the backend back to `old` after the resize `op` (to `new`)
+/// failed with `reason`.
+fn roll_back(op: &Operation, nodegroup: &str, new: i64, old: i64, reason: &str) -> NewOperation {
+    NewOperation {
+        cluster_uuid: op.cluster_uuid.clone(),
+        nodegroup_uuid: Some(nodegroup.to_string()),
+        old_count: Some(new),
+        new_count: Some(old),
+        payload: OpPayload::Rollback {
+            failed: op.id,
+            from_count: new,
+            reason: reason.to_string(),
+        },
+    }
 }
 
 /// Magnum's conductor on a driver failure: `*_FAILED` with the reason on the cluster and
@@ -237,11 +271,48 @@ pub async fn fail(
     let kind = op.kind();
     let ends = transitions::failed(kind);
     let mut batch = on_cluster(op);
+    let mut reason = reason.to_string();
     if kind == OpKind::Resize {
         if let (Some(ng), Some(new), Some(old)) = (&op.nodegroup_uuid, op.new_count, op.old_count) {
-            batch = batch.restore_count(ng, new, old);
+            batch = if from == OpState::Waiting && new != old {
+                // The backend took the change: it is set back too, durably (issue 29).
+                let undo = roll_back(op, ng, new, old, &reason);
+                batch.restore_count_and_roll_back(ng, new, old, undo)
+            } else {
+                batch.restore_count(ng, new, old)
+            };
         }
     }
+    if let OpPayload::Rollback {
+        reason: failure,
+        from_count,
+        ..
+    } = &op.payload
+    {
+        let target = op.new_count.unwrap_or_default();
+        reason = format!("{failure}; the roll-back to {target} did not complete: {reason}");
+        // The API shows the count the backend is asked for, never one it is not asked for.
+        let asked = match s {
+            Some(s) => match &s.nodegroup {
+                Some(ng) => s.driver.asked_count(&s.cluster, ng).await.ok().flatten(),
+                None => None,
+            },
+            None => None,
+        };
+        if let (Some(asked), Some(ng)) = (asked, &op.nodegroup_uuid) {
+            if asked != target {
+                tracing::warn!(
+                    operation = op.id,
+                    asked,
+                    target,
+                    from_count,
+                    "the backend still asks for another count than the restored one"
+                );
+                batch = batch.nodegroup_unless_deleting(ng, [NodeGroupSet::NodeCount(asked)]);
+            }
+        }
+    }
+    let reason = reason.as_str();
     // Without a subject (the driver or template could not be loaded) the nodegroups that
     // still exist are marked failed too, rather than left in progress.
     let nodegroups = match s {
@@ -275,8 +346,13 @@ pub async fn fail(
     }
     let batch = batch.transition_failed(op.id, from, reason);
     match store.commit(batch).await? {
-        Ok(_) => {
+        Ok(committed) => {
             tracing::warn!(operation = op.id, kind = kind.as_str(), %reason, "operation failed");
+            if committed.rolled_back {
+                tracing::info!(operation = op.id, "roll-back recorded");
+                crate::failpoint::hit("rollback-recorded");
+                state.operations.kick();
+            }
             Ok(())
         }
         Err(Refused::ClusterGone) => gone(state, op, from).await,

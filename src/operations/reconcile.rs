@@ -142,12 +142,16 @@ fn in_flight<'a>(
     target_version: Option<&'a str>,
 ) -> InFlight<'a> {
     InFlight {
-        kind: op.kind(),
+        // A roll-back is a resize for the backend.
+        kind: match op.kind() {
+            OpKind::Rollback => OpKind::Resize,
+            kind => kind,
+        },
         cluster: &s.cluster,
         nodegroups: &s.nodegroups,
         nodegroup: s.nodegroup.as_ref(),
         target_count: match op.kind() {
-            OpKind::Resize => op.new_count,
+            OpKind::Resize | OpKind::Rollback => op.new_count,
             _ => s.nodegroup.as_ref().map(|n| n.node_count),
         },
         target_version,
@@ -239,6 +243,10 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
                 observe_lag(op, "failed");
                 metrics::reconcile_write("fail");
                 return outcome::fail(state, op, Some(&subject), &why, W).await;
+            }
+            // A roll-back leaves the failure's reason in place while it runs.
+            if op.kind() == OpKind::Rollback {
+                return Ok(());
             }
             show_reason(state, &subject, reason).await
         }

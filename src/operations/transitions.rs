@@ -39,6 +39,12 @@ pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
             cluster,
             nodegroup: Some(status::UPDATE_COMPLETE),
         },
+        // The failure it undoes stays what the API shows (`UPDATE_FAILED` and its reason);
+        // a cluster left in progress by other work settles (`outcome::finish`).
+        OpKind::Rollback => Statuses {
+            cluster: None,
+            nodegroup: None,
+        },
     }
 }
 
@@ -50,7 +56,7 @@ pub fn failed(kind: OpKind) -> Statuses {
         OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
         OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
         OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
-        OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup => {
+        OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup | OpKind::Rollback => {
             (status::UPDATE_FAILED, status::UPDATE_FAILED)
         }
     };
@@ -64,7 +70,7 @@ pub fn failed(kind: OpKind) -> Statuses {
 mod tests {
     use super::*;
 
-    const ALL: [OpKind; 7] = [
+    const ALL: [OpKind; 8] = [
         OpKind::CreateCluster,
         OpKind::DeleteCluster,
         OpKind::Resize,
@@ -72,6 +78,7 @@ mod tests {
         OpKind::CreateNodeGroup,
         OpKind::UpdateNodeGroup,
         OpKind::DeleteNodeGroup,
+        OpKind::Rollback,
     ];
 
     #[test]
@@ -107,6 +114,18 @@ mod tests {
         assert_eq!(
             failed(OpKind::DeleteNodeGroup).nodegroup,
             Some(status::DELETE_FAILED)
+        );
+    }
+
+    /// A completed roll-back leaves the failure it undid in place.
+    #[test]
+    fn a_roll_back_writes_no_status_when_it_completes() {
+        assert_eq!(
+            completed(OpKind::Rollback, true),
+            Statuses {
+                cluster: None,
+                nodegroup: None
+            }
         );
     }
 

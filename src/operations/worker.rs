@@ -9,7 +9,7 @@ use super::dispatch::{call_driver, load};
 use super::outcome;
 use super::Conductor;
 use crate::drivers::DriverError;
-use crate::store::operations::{OpKind, OpState, Operation};
+use crate::store::operations::{OpState, Operation};
 
 /// The first retry's delay after a passing driver failure; each next one doubles, up to
 /// [`RETRY_MAX`], with jitter (see [`retry_delay`]).
@@ -89,7 +89,7 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
         // state.
         let mut newest_resize: std::collections::HashMap<String, i64> =
             std::collections::HashMap::new();
-        for op in batch.iter().filter(|o| o.kind() == OpKind::Resize) {
+        for op in batch.iter().filter(|o| o.kind().sets_count()) {
             if let Some(ng) = &op.nodegroup_uuid {
                 let newest = newest_resize.entry(ng.clone()).or_insert(op.id);
                 *newest = (*newest).max(op.id);
@@ -97,7 +97,7 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
         }
         let (superseded, to_run): (Vec<Operation>, Vec<Operation>) =
             batch.into_iter().partition(|op| {
-                op.kind() == OpKind::Resize
+                op.kind().sets_count()
                     && op
                         .nodegroup_uuid
                         .as_deref()
@@ -153,7 +153,12 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
     tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
     let outcome = call_driver(&subject, &op).await;
     match outcome {
-        Ok(done) => outcome::after_driver(state, &op, &subject, done).await,
+        Ok(done) => {
+            if op.kind() == crate::store::operations::OpKind::Rollback {
+                crate::failpoint::hit("rollback-sent");
+            }
+            outcome::after_driver(state, &op, &subject, done).await
+        }
         Err(e @ DriverError::Transient(_)) => retry_later(state, &op, &subject, &e).await,
         Err(e) => outcome::fail(state, &op, Some(&subject), &e.to_string(), OpState::Running).await,
     }

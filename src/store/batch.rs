@@ -39,6 +39,8 @@ enum Step {
         uuid: String,
         status: String,
         except: i64,
+        /// Only a cluster left `*_IN_PROGRESS` (a roll-back must not hide a failure).
+        only_in_progress: bool,
     },
     /// A resize's new count; the count it replaces becomes the `old_count` of the batch's
     /// operation.
@@ -61,6 +63,8 @@ enum Step {
         nodegroup_uuid: String,
         failed_count: i64,
         old_count: i64,
+        /// Recorded when the count was restored: the backend set back to it.
+        roll_back: Option<NewOperation>,
     },
     DeleteNodeGroup(String),
     DeleteCluster(String),
@@ -72,6 +76,8 @@ enum Step {
 pub struct Committed {
     /// The count a [`Batch::set_count`] replaced (a NULL count reads 1, as Magnum's default).
     pub old_count: Option<i64>,
+    /// A [`Batch::restore_count_and_roll_back`] restored the count and recorded its roll-back.
+    pub rolled_back: bool,
 }
 
 impl Batch {
@@ -146,6 +152,19 @@ impl Batch {
             uuid: uuid.to_string(),
             status: status.to_string(),
             except,
+            only_in_progress: false,
+        });
+        self
+    }
+
+    /// [`Batch::settle_cluster`], only for a cluster that other work left `*_IN_PROGRESS`
+    /// (a failure it shows stays).
+    pub fn settle_cluster_in_progress(mut self, uuid: &str, status: &str, except: i64) -> Self {
+        self.steps.push(Step::SettleCluster {
+            uuid: uuid.to_string(),
+            status: status.to_string(),
+            except,
+            only_in_progress: true,
         });
         self
     }
@@ -208,6 +227,26 @@ impl Batch {
             nodegroup_uuid: nodegroup_uuid.to_string(),
             failed_count,
             old_count,
+            roll_back: None,
+        });
+        self
+    }
+
+    /// [`Batch::restore_count`], and when the count was restored, `roll_back` recorded in
+    /// the same transaction: the operation that sets the backend back to it. Recorded before
+    /// it is sent, so a process that dies in between sends it after its restart.
+    pub fn restore_count_and_roll_back(
+        mut self,
+        nodegroup_uuid: &str,
+        failed_count: i64,
+        old_count: i64,
+        roll_back: NewOperation,
+    ) -> Self {
+        self.steps.push(Step::RestoreCount {
+            nodegroup_uuid: nodegroup_uuid.to_string(),
+            failed_count,
+            old_count,
+            roll_back: Some(roll_back),
         });
         self
     }
@@ -232,6 +271,10 @@ impl Batch {
 
 /// The condition of a write that must not overwrite a delete in progress.
 const NOT_DELETING: &str = "(status IS NULL OR status <> 'DELETE_IN_PROGRESS')";
+
+/// The condition of a settle that must not hide a failure either.
+const IN_PROGRESS_NOT_DELETING: &str =
+    "(status LIKE '%IN_PROGRESS' AND status <> 'DELETE_IN_PROGRESS')";
 
 /// Whether an error is InnoDB's deadlock verdict (SQLSTATE 40001): the transaction was
 /// rolled back and may simply run again.
@@ -295,6 +338,7 @@ impl Store {
                     uuid,
                     status,
                     except,
+                    only_in_progress,
                 } => {
                     let others: Option<i64> = stmt(
                         "SELECT id FROM magnum_rs_operation WHERE cluster_uuid = ? \
@@ -306,7 +350,12 @@ impl Store {
                     .await?;
                     if others.is_none() {
                         let changes = cluster_columns(&ClusterSet::status(status));
-                        update_columns_where(&mut tx, uuid, changes, Some(NOT_DELETING)).await?;
+                        let only = if *only_in_progress {
+                            IN_PROGRESS_NOT_DELETING
+                        } else {
+                            NOT_DELETING
+                        };
+                        update_columns_where(&mut tx, uuid, changes, Some(only)).await?;
                     }
                 }
                 Step::SetCount {
@@ -343,8 +392,9 @@ impl Store {
                     nodegroup_uuid,
                     failed_count,
                     old_count,
+                    roll_back,
                 } => {
-                    stmt(
+                    let restored = stmt(
                         "UPDATE nodegroup SET node_count = ?, updated_at = ? \
                          WHERE uuid = ? AND node_count = ?",
                     )
@@ -353,7 +403,13 @@ impl Store {
                     .bind(nodegroup_uuid.as_str())
                     .bind(*failed_count)
                     .execute(&mut tx)
-                    .await?;
+                    .await?
+                    .rows_affected()
+                        == 1;
+                    if let (true, Some(op)) = (restored, roll_back) {
+                        insert_operation(&mut tx, op).await?;
+                        committed.rolled_back = true;
+                    }
                 }
                 Step::DeleteCluster(uuid) => {
                     stmt("DELETE FROM nodegroup WHERE cluster_id = ?")

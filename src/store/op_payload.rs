@@ -36,6 +36,17 @@ pub enum OpPayload {
     UpdateNodeGroup,
     #[serde(rename = "delete_nodegroup")]
     DeleteNodeGroup,
+    /// Sets the backend back to the count the database restored after a resize failed
+    /// (issue 29): the operation's `new_count` is that count.
+    #[serde(rename = "rollback")]
+    Rollback {
+        /// The failed resize this undoes.
+        failed: i64,
+        /// The count the failed resize had asked the backend for.
+        from_count: i64,
+        /// Why it failed (the nodegroup's reason, kept while the roll-back runs).
+        reason: String,
+    },
 }
 
 fn one() -> i64 {
@@ -52,6 +63,7 @@ impl OpPayload {
             OpPayload::CreateNodeGroup => OpKind::CreateNodeGroup,
             OpPayload::UpdateNodeGroup => OpKind::UpdateNodeGroup,
             OpPayload::DeleteNodeGroup => OpKind::DeleteNodeGroup,
+            OpPayload::Rollback { .. } => OpKind::Rollback,
         }
     }
 

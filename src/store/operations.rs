@@ -24,6 +24,8 @@ pub enum OpKind {
     CreateNodeGroup,
     UpdateNodeGroup,
     DeleteNodeGroup,
+    /// A failed resize's roll-back: the backend set back to the restored count.
+    Rollback,
 }
 
 impl OpKind {
@@ -36,7 +38,14 @@ impl OpKind {
             OpKind::CreateNodeGroup => "create_nodegroup",
             OpKind::UpdateNodeGroup => "update_nodegroup",
             OpKind::DeleteNodeGroup => "delete_nodegroup",
+            OpKind::Rollback => "rollback",
         }
+    }
+
+    /// Whether the operation sets a nodegroup's count on the backend (a resize or a
+    /// roll-back): of several of one nodegroup, the newest is the one that counts.
+    pub fn sets_count(self) -> bool {
+        matches!(self, OpKind::Resize | OpKind::Rollback)
     }
 }
 
@@ -493,11 +502,12 @@ impl Store {
         .await?
         .rows_affected()
             == 1;
-        if moved && op.kind() == OpKind::Resize {
+        if moved && op.kind().sets_count() {
             if let Some(ng) = &op.nodegroup_uuid {
                 stmt(
                     "UPDATE magnum_rs_operation SET state = ?, updated_at = ? \
-                     WHERE nodegroup_uuid = ? AND kind = 'resize' AND state = ? AND id < ?",
+                     WHERE nodegroup_uuid = ? AND kind IN ('resize', 'rollback') \
+                     AND state = ? AND id < ?",
                 )
                 .bind(OpState::Superseded.as_str())
                 .bind(at)

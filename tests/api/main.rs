@@ -32,6 +32,7 @@ mod policy_sample;
 mod quotas;
 mod races;
 mod retries;
+mod rollback;
 mod stats;
 mod store_pool;
 mod versions;

@@ -441,6 +441,26 @@ impl Lifecycle for KubeClusterApiDriver {
         }
     }
 
+    async fn asked_count(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Option<i64>, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let current = self.get_cluster(mc, &stack).await?;
+        let pointer = match ng_ref(nodegroup) {
+            NodeGroupRef::ControlPlane => "/spec/topology/controlPlane/replicas".to_string(),
+            NodeGroupRef::Worker(name) => {
+                let Some(i) = topology::machine_deployment_index(&current, &name) else {
+                    return Ok(None);
+                };
+                format!("/spec/topology/workers/machineDeployments/{i}/replicas")
+            }
+        };
+        Ok(current.pointer(&pointer).and_then(Value::as_i64))
+    }
+
     async fn upgrade(
         &self,
         cluster: &Cluster,

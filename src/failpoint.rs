@@ -1,0 +1,36 @@
+//! Named moments where a test kills the process, to show that whatever the service waits for
+//! lives in the database (issue 29): with `MAGNUM_RS_TEST_FAILPOINTS=<name>[,<name>…]` in its
+//! environment, the process aborts (as a SIGKILL would end it: no cleanup, no graceful stop)
+//! when it reaches one of those points. Unset, a point costs one look at a cached empty list.
+//!
+//! The points:
+//! - `rollback-recorded`: a failed resize's count was restored and its roll-back recorded,
+//!   before the roll-back is sent to the backend;
+//! - `rollback-sent`: the backend accepted the roll-back's change, before the operation
+//!   stores what it waits for.
+
+use std::sync::OnceLock;
+
+/// The environment variable that arms failpoints (never set outside tests).
+pub const ENV: &str = "MAGNUM_RS_TEST_FAILPOINTS";
+
+fn armed() -> &'static [String] {
+    static ARMED: OnceLock<Vec<String>> = OnceLock::new();
+    ARMED.get_or_init(|| {
+        std::env::var(ENV)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+/// Aborts the process when the point `name` is armed.
+pub fn hit(name: &str) {
+    if armed().iter().any(|a| a == name) {
+        tracing::error!(failpoint = name, "failpoint reached: aborting the process");
+        std::process::abort();
+    }
+}
