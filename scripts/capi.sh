@@ -484,6 +484,24 @@ apiserver_restart() {
   start_apiserver
 }
 
+# apiserver-stop DIR / apiserver-start DIR: the management cluster's API server away for as
+# long as a test needs (tests/serial/capi_e2e.rs: an outage in the middle of a resize).
+apiserver_stop() {
+  [[ $# -eq 1 ]] || die "usage: capi.sh apiserver-stop DIR"
+  DIR="$(cd "$1" && pwd)"
+  NS="$(netns_of "$DIR")"
+  load_state
+  stop_one kube-apiserver
+}
+
+apiserver_start() {
+  [[ $# -eq 1 ]] || die "usage: capi.sh apiserver-start DIR"
+  DIR="$(cd "$1" && pwd)"
+  NS="$(netns_of "$DIR")"
+  load_state
+  start_apiserver
+}
+
 status() {
   [[ $# -eq 1 ]] || die "usage: capi.sh status DIR"
   DIR="$(cd "$1" && pwd)"
@@ -501,6 +519,8 @@ case "${1:-}" in
   stop) shift; stop "$@" ;;
   provider) shift; provider "$@" ;;
   apiserver-restart) shift; apiserver_restart "$@" ;;
+  apiserver-stop) shift; apiserver_stop "$@" ;;
+  apiserver-start) shift; apiserver_start "$@" ;;
   status) shift; status "$@" ;;
-  *) die "usage: capi.sh build | start DIR | stop DIR | provider DIR stop|start NAME | apiserver-restart DIR | status DIR" ;;
+  *) die "usage: capi.sh build | start DIR | stop DIR | provider DIR stop|start NAME | apiserver-restart|apiserver-stop|apiserver-start DIR | status DIR" ;;
 esac
