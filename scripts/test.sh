@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
-#   1. cargo fmt --check, cargo clippy -D warnings (unwrap/expect denied in the service) and
-#      cargo machete (no unused dependency);
+#   1. cargo fmt --check, cargo clippy -D warnings (unwrap/expect denied in the service), the
+#      module graph (scripts/module-graph.py: no cycle, nothing below the API depends on it)
+#      and cargo machete (no unused dependency);
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
@@ -99,6 +100,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
+
+step "module graph: no cycle, nothing below the API depends on it (scripts/module-graph.py)"
+python3 "$HERE/module-graph.py"
 
 step "cargo machete: no declared dependency is unused"
 if ! command -v cargo-machete >/dev/null 2>&1; then

@@ -10,8 +10,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::api::microversion;
-
 /// Which formatter Magnum's pipeline would have used for an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -176,6 +174,10 @@ pub enum ApiError {
     MicroversionUnsupported {
         requested: String,
         description: Option<String>,
+        /// The range served, as the body states it (the API's microversion module fills
+        /// it in, with the range headers).
+        min_version: String,
+        max_version: String,
     },
 
     // --- 5xx ---------------------------------------------------------------------------
@@ -354,13 +356,18 @@ impl IntoResponse for ApiError {
                 let detail = self.to_string();
                 envelope("server", status, title_of(&detail), &detail)
             }
-            ApiError::MicroversionUnsupported { description, .. } => {
+            ApiError::MicroversionUnsupported {
+                description,
+                min_version,
+                max_version,
+                ..
+            } => {
                 let mut error = json!({
                     "code": "magnum.microversion-unsupported",
                     "title": "Requested microversion is unsupported",
                     "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
-                    "max_version": microversion::MAX.to_string(),
-                    "min_version": microversion::MIN.to_string(),
+                    "max_version": max_version,
+                    "min_version": min_version,
                 });
                 if let Some(description) = description {
                     error["description"] = description.as_str().into();
@@ -385,10 +392,6 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let ApiError::MicroversionUnsupported { requested, .. } = &self {
-            // Magnum sets the range headers before the check, and echoes the requested version.
-            microversion::version_headers(response.headers_mut(), requested);
-        }
         response.extensions_mut().insert(ErrorMarker {
             flavor,
             without_version_headers: self.without_version_headers(),

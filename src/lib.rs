@@ -14,6 +14,7 @@ pub mod listener;
 pub mod model;
 pub mod mservice;
 pub mod names;
+pub mod operation;
 pub mod operations;
 pub mod policy;
 pub mod state;

@@ -189,11 +189,16 @@ pub async fn negotiate_layer(mut req: Request, next: Next) -> Response {
         Err(Refusal::Unsupported { requested }) => {
             let description =
                 accepts_json(req.headers()).then(|| unsupported_description(requested));
-            return ApiError::MicroversionUnsupported {
+            let mut resp = ApiError::MicroversionUnsupported {
                 requested: requested.to_string(),
                 description,
+                min_version: MIN.to_string(),
+                max_version: MAX.to_string(),
             }
             .into_response();
+            // Magnum sets the range headers before the check, and echoes the requested version.
+            version_headers(resp.headers_mut(), &requested.to_string());
+            return resp;
         }
     };
     req.extensions_mut().insert(version);

@@ -15,13 +15,21 @@ use crate::model::Tenancy;
 use crate::store::operations::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
+/// What [`after_driver`] wrote: the operation ended, or it now waits for the backend (and
+/// the caller has the reconciler look at it at once: the change may already be visible).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Ended,
+    Waiting,
+}
+
 /// Writes what the driver answered for a running operation.
 pub async fn after_driver(
     state: &Conductor,
     op: &Operation,
     s: &Subject,
     done: Done,
-) -> Result<(), sqlx::Error> {
+) -> Result<Next, sqlx::Error> {
     let wait = match done {
         Done::Progress(Progress::Complete) => None,
         Done::Progress(Progress::Waiting(w)) => Some(w),
@@ -41,45 +49,38 @@ pub async fn after_driver(
                 batch = batch.nodegroup(&ng.uuid, [NodeGroupSet::StackId(c.stack_id.clone())]);
             }
             if let Err(Refused::ClusterGone) = state.store.commit(batch).await? {
-                return gone(state, op, OpState::Running).await;
+                gone(state, op, OpState::Running).await?;
+                return Ok(Next::Ended);
             }
             c.wait
         }
     };
     match wait {
-        None => finish(state, op, s, OpState::Running).await,
+        None => finish(state, op, s, OpState::Running)
+            .await
+            .map(|()| Next::Ended),
         Some(w) => start_waiting(state, op, s, w).await,
     }
 }
 
-/// The operation now waits for the backend: what it waits for and its deadline are stored,
-/// and the reconciler looks at it at once (the change may already be visible).
+/// The operation now waits for the backend: what it waits for and its deadline are stored.
 async fn start_waiting(
     state: &Conductor,
     op: &Operation,
     s: &Subject,
     w: WaitOn,
-) -> Result<(), sqlx::Error> {
+) -> Result<Next, sqlx::Error> {
     let wait = Wait {
         object: w.object,
         generation: w.generation,
         deadline_seconds: s.driver.progress_deadline().as_secs(),
     };
     if !state.store.start_waiting(op, &wait).await? {
-        return Ok(());
+        return Ok(Next::Ended);
     }
     tracing::info!(operation = op.id, kind = op.kind().as_str(), object = %wait.object,
         generation = ?wait.generation, "operation waits for the backend");
-    if let Some(waiting) = state
-        .store
-        .waiting_operations(Some(&op.cluster_uuid))
-        .await?
-        .into_iter()
-        .find(|o| o.id == op.id)
-    {
-        super::reconcile::reconcile_op(state, &waiting).await?;
-    }
-    Ok(())
+    Ok(Next::Waiting)
 }
 
 /// The `kube_tag` label of the template an upgrade moves to.

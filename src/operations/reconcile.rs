@@ -191,6 +191,21 @@ fn what(ng: Option<&NodeGroup>) -> String {
     }
 }
 
+/// Looks at once at an operation that just started waiting (its change may already be
+/// visible), read back as it is stored now.
+pub async fn look_now(state: &Conductor, op: &Operation) -> Result<(), sqlx::Error> {
+    let waiting = state
+        .store
+        .waiting_operations(Some(&op.cluster_uuid))
+        .await?
+        .into_iter()
+        .find(|o| o.id == op.id);
+    match waiting {
+        Some(w) => reconcile_op(state, &w).await,
+        None => Ok(()),
+    }
+}
+
 /// Looks at one waiting operation and writes what the backend shows.
 pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx::Error> {
     const W: OpState = OpState::Waiting;

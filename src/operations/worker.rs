@@ -157,7 +157,10 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
             if op.kind() == crate::store::operations::OpKind::Rollback {
                 crate::failpoint::hit("rollback-sent");
             }
-            outcome::after_driver(state, &op, &subject, done).await
+            if outcome::after_driver(state, &op, &subject, done).await? == outcome::Next::Waiting {
+                super::reconcile::look_now(state, &op).await?;
+            }
+            Ok(())
         }
         Err(e @ DriverError::Transient(_)) => retry_later(state, &op, &subject, &e).await,
         Err(e) => outcome::fail(state, &op, Some(&subject), &e.to_string(), OpState::Running).await,

@@ -7,10 +7,11 @@ use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSe
 use super::clusters::insert_cluster_on;
 use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
-use super::operations::{insert_operation, transition_on, NewOperation, OpState};
+use super::operation_rows::{insert_operation, transition_on};
 use super::schema::{ClusterCol, NodeGroupCol};
 use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
 use crate::model::{Cluster, NodeGroup};
+use crate::operation::{NewOperation, OpState};
 
 /// Writes that must land together, with at most one operation record, and the conditions
 /// they depend on.

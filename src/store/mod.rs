@@ -11,7 +11,7 @@ pub mod guard;
 mod keys;
 pub mod migrate;
 pub mod nodegroups;
-pub mod op_payload;
+mod operation_rows;
 pub mod operations;
 mod page;
 pub mod pool;
