@@ -123,7 +123,7 @@ fn metrics() -> &'static Metrics {
         );
         registry.register(
             "operations_queue_depth",
-            "Operations recorded but not finished, by state (pending, running)",
+            "Operations recorded but not finished, by state (pending, running, waiting)",
             m.queue_depth.clone(),
         );
         registry.register(
