@@ -11,7 +11,7 @@
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 ENV CARGO_PROFILE_RELEASE_STRIP=symbols

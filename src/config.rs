@@ -90,6 +90,11 @@ impl Default for NoauthConfig {
     }
 }
 
+/// The most a TEXT column holds on MySQL/MariaDB (65,535 bytes): Magnum's `labels`,
+/// `node_labels`, `node_taints`, `health_status_reason` and `properties` columns are TEXT, so
+/// a larger value could not be stored on a Magnum database at all (`Data too long`).
+pub const MYSQL_TEXT_BYTES: usize = 65_535;
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
@@ -121,6 +126,7 @@ pub struct ApiConfig {
     /// The largest `labels` dict a request may store (templates, clusters, nodegroups), in
     /// bytes of its JSON as stored; a larger one gets 400 (`api::bounds`). Magnum has no
     /// such bound: every list of clusters would carry whatever one client stored.
+    /// At most [`MYSQL_TEXT_BYTES`] (the default), what Magnum's TEXT column holds on MySQL.
     pub max_labels_size: usize,
     /// The same for every other free-form dict or list a request may store (`node_labels`,
     /// `node_taints`, `health_status_reason`, a federation's `properties` and `member_ids`,
@@ -257,8 +263,8 @@ impl Default for ApiConfig {
             request_timeout: 60,
             shutdown_timeout: 20,
             max_request_body_size: 2 * 1024 * 1024,
-            max_labels_size: 64 * 1024,
-            max_field_size: 64 * 1024,
+            max_labels_size: MYSQL_TEXT_BYTES,
+            max_field_size: MYSQL_TEXT_BYTES,
             enable_proxy_headers_parsing: false,
         }
     }

@@ -174,7 +174,12 @@ async fn resize_row(app: &TestApp) -> (String, i64, bool, bool, Option<String>) 
         row.try_get(1).expect("attempts"),
         row.try_get::<i64, _>(2).expect("later") == 1,
         row.try_get::<i64, _>(3).expect("since") == 1,
-        row.try_get(4).ok(),
+        // TEXT: a string, or bytes through the Any driver on MariaDB.
+        row.try_get::<String, _>(4).ok().or_else(|| {
+            row.try_get::<Vec<u8>, _>(4)
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        }),
     )
 }
 
