@@ -60,9 +60,9 @@ async fn template_of(state: &AppState, cluster: &Cluster) -> ApiResult<ClusterTe
 }
 
 async fn driver_of(state: &AppState, cluster: &Cluster) -> ApiResult<Arc<dyn Driver>> {
-    state
+    Ok(state
         .drivers
-        .for_template(&template_of(state, cluster).await?)
+        .for_template(&template_of(state, cluster).await?)?)
 }
 
 fn enforce_on_cluster(

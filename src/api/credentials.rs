@@ -1,6 +1,6 @@
 //! `PATCH /v1/credentials/{cluster}` (microversion 1.12): `CredentialsController.patch` and
 //! the conductor's `credential_rotate`, an RPC call whose refusals reach the client. The
-//! rotation itself is the cluster driver's (`Lifecycle::rotate_credential`).
+//! rotation itself is the cluster driver's (`Certificates::rotate_credential`).
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;

@@ -6,7 +6,7 @@
 //! spec already says what is asked (a call repeated after a crash sends nothing twice).
 //!
 //! The driver keeps no state about operations. Its watches ([`super::cache`]) keep a view of
-//! the management cluster; the operations reconciler asks [`Lifecycle::observe`] where each
+//! the management cluster; the operations reconciler asks [`Background::observe`] where each
 //! stored in-flight operation stands ([`super::progress`]), so the outcome does not depend on
 //! which process sent the patch.
 
@@ -25,12 +25,11 @@ use super::progress::{self, Awaited};
 use super::status;
 use super::topology::{self, Resources, TopologyDefaults};
 use super::ClusterApiConfig;
-use crate::drivers::capabilities::ClusterApiCapabilities;
 use crate::drivers::{
-    Capabilities, Change, CreateOutcome, Driver, DriverError, Facts, InFlight, Lifecycle,
-    ManagementStatus, NodeGroupRef, Progress, ResizeRequest, Triple, Verdict, WaitOn,
+    Allows, Background, Certificates, Change, ClusterApiAllows, CreateOutcome, Driver, DriverError,
+    Facts, InFlight, Lifecycle, ManagementStatus, NodeGroupRef, Progress, Refusal, ResizeRequest,
+    Triple, Verdict, WaitOn,
 };
-use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// How often a worker-entry patch is retried after the list changed under it.
@@ -113,12 +112,12 @@ impl KubeClusterApiDriver {
     }
 
     /// Where a cluster's CA Secrets live; a cluster without a Cluster API name has none yet.
-    fn ca_location(&self, cluster: &Cluster) -> Result<(&ManagementCluster, String), ApiError> {
+    fn ca_location(&self, cluster: &Cluster) -> Result<(&ManagementCluster, String), Refusal> {
         let mc = self
             .management_for(cluster)
-            .map_err(|e| ApiError::Conflict(e.to_string()))?;
-        let stack = Self::stack_id(cluster)
-            .map_err(|_| ApiError::ClusterCaUnavailable(cluster.uuid.clone()))?;
+            .map_err(|e| Refusal::BackendNotConfigured(e.to_string()))?;
+        let stack =
+            Self::stack_id(cluster).map_err(|_| Refusal::CaUnavailable(cluster.uuid.clone()))?;
         Ok((mc, stack))
     }
 
@@ -257,20 +256,20 @@ fn generation_of(obj: &Value) -> Option<i64> {
     obj.pointer("/metadata/generation").and_then(Value::as_i64)
 }
 
-impl Capabilities for KubeClusterApiDriver {
-    fn validate_master_resize(&self, node_count: i64) -> Result<(), ApiError> {
+impl Allows for KubeClusterApiDriver {
+    fn validate_master_resize(&self, node_count: i64) -> Result<(), Refusal> {
         if self.allow_even_control_plane && node_count >= 1 {
             return Ok(());
         }
-        ClusterApiCapabilities.validate_master_resize(node_count)
+        ClusterApiAllows.validate_master_resize(node_count)
     }
 
     fn honours_nodes_to_remove(&self, nodegroup: &NodeGroup) -> bool {
-        ClusterApiCapabilities.honours_nodes_to_remove(nodegroup)
+        ClusterApiAllows.honours_nodes_to_remove(nodegroup)
     }
 
     fn supports_autoscaling(&self, nodegroup: &NodeGroup) -> bool {
-        ClusterApiCapabilities.supports_autoscaling(nodegroup)
+        ClusterApiAllows.supports_autoscaling(nodegroup)
     }
 }
 
@@ -585,12 +584,17 @@ impl Lifecycle for KubeClusterApiDriver {
         // The row goes when Cluster API has deleted the MachineDeployment and its Machines.
         Ok(Progress::Waiting(wait))
     }
+}
 
+/// The workload CA Secrets ([`super::ca`]); CA rotation and credential rotation are
+/// refused, as magnum-cluster-api refuses them.
+#[async_trait]
+impl Certificates for KubeClusterApiDriver {
     async fn ca_certificate(
         &self,
         cluster: &Cluster,
         ca_cert_type: Option<&str>,
-    ) -> Result<String, ApiError> {
+    ) -> Result<String, Refusal> {
         let (mc, stack) = self.ca_location(cluster)?;
         super::ca::ca_certificate(mc, &cluster.uuid, &stack, ca_cert_type).await
     }
@@ -600,11 +604,16 @@ impl Lifecycle for KubeClusterApiDriver {
         cluster: &Cluster,
         ca_cert_type: Option<&str>,
         csr: &str,
-    ) -> Result<String, ApiError> {
+    ) -> Result<String, Refusal> {
         let (mc, stack) = self.ca_location(cluster)?;
         super::ca::sign(mc, &cluster.uuid, &stack, ca_cert_type, csr).await
     }
+}
 
+/// The watch caches of the management clusters, the verdicts and facts read from them, the
+/// Lease among replicas, and the reachability `/readyz` reports.
+#[async_trait]
+impl Background for KubeClusterApiDriver {
     fn leadership(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         let cfg = self.election.clone()?;
         let mc = self.management.first()?;
