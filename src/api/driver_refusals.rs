@@ -1,9 +1,10 @@
-//! The API's answer to what a driver (or the registry choosing one) refused ([`Refusal`]):
-//! Magnum's exception for each, so its status and text. The one place a driver's refusal
-//! becomes an [`ApiError`].
+//! The API's answer to what a driver refused ([`Refusal`]) and to a cluster without a
+//! driver ([`NoDriver`]): Magnum's exception for each, so its status and text. The one
+//! place a driver's refusal becomes an [`ApiError`].
 
 use crate::drivers::Refusal;
 use crate::error::ApiError;
+use crate::operations::NoDriver;
 
 impl From<Refusal> for ApiError {
     fn from(r: Refusal) -> Self {
@@ -30,6 +31,15 @@ impl From<Refusal> for ApiError {
                 coe,
             },
             Refusal::DriverNotSupported(name) => ApiError::ClusterDriverNotSupported(name),
+        }
+    }
+}
+
+impl From<NoDriver> for ApiError {
+    fn from(e: NoDriver) -> Self {
+        match e {
+            NoDriver::TemplateGone(id) => ApiError::ClusterTemplateNotFound(id),
+            NoDriver::Unsupported(r) => r.into(),
         }
     }
 }
@@ -131,5 +141,20 @@ mod tests {
         ] {
             assert_eq!(ApiError::from(r.clone()).to_string(), r.to_string());
         }
+    }
+
+    #[test]
+    fn a_cluster_without_a_driver_answers_as_its_template_or_its_driver() {
+        let gone = ApiError::from(NoDriver::TemplateGone("t1".into()));
+        assert_eq!(gone.status().as_u16(), 404);
+        assert_eq!(gone.to_string(), "ClusterTemplate t1 could not be found.");
+        let unsupported = ApiError::from(NoDriver::Unsupported(Refusal::DriverNotSupported(
+            "heat".into(),
+        )));
+        assert_eq!(unsupported.status().as_u16(), 400);
+        assert_eq!(
+            unsupported.to_string(),
+            "Cluster driver (heat) not supported."
+        );
     }
 }

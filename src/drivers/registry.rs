@@ -109,7 +109,10 @@ impl DriverRegistry {
         }
     }
 
-    /// `Driver.get_driver_for_cluster`: the template's `driver` name if set, else the triple.
+    /// Which driver runs a cluster of this template (`Driver.get_driver_for_cluster`): the
+    /// template's `driver` name if set, else the triple. The one answer: a stored cluster
+    /// reaches it through `ConductorParts::driver_of` (its template's selector, from the
+    /// store), a cluster being created through the template its request names.
     pub fn for_template(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, Refusal> {
         match t.driver_name().filter(|d| !d.is_empty()) {
             Some(name) => self
