@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::model::{Cluster, NodeGroup};
-use crate::store::operations::OpKind;
+use crate::operation::OpKind;
 
 /// Which nodegroup of a backend cluster a fact is about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
