@@ -30,9 +30,9 @@ use tokio::net::TcpListener;
 
 use crate::auth::keystone::KeystoneAuth;
 use crate::config::{AuthMode, Config};
-use crate::drivers::capabilities::BaseCapabilities;
 use crate::drivers::cluster_api;
 use crate::drivers::record_only::RecordOnlyDriver;
+use crate::drivers::BaseDriverAllows;
 use crate::drivers::DriverRegistry;
 use crate::operations::{Conductor, OperationsHandle};
 use crate::policy::Policy;
@@ -59,7 +59,7 @@ pub async fn build_drivers(config: &Config) -> anyhow::Result<DriverRegistry> {
         let base = RecordOnlyDriver::new(
             &d.base.name,
             d.base.provides.clone(),
-            Box::new(BaseCapabilities),
+            Box::new(BaseDriverAllows),
         )
         .with_journal(d.journal.clone());
         registry.register(Arc::new(base), &[]);

@@ -3,7 +3,6 @@
 //! `openstack coe cluster config` does), and CA rotation. The cluster's driver holds the CA.
 
 use super::routes::Routes;
-use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -15,7 +14,6 @@ use super::body::Body;
 use super::extract::{MagnumBody, MagnumPath};
 use super::lookup;
 use super::query::{base_url, Query};
-use crate::drivers::Driver;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, ClusterTemplate, RequestContext, Tenancy};
 use crate::state::AppState;
@@ -59,12 +57,6 @@ async fn template_of(state: &AppState, cluster: &Cluster) -> ApiResult<ClusterTe
         .ok_or(ApiError::ClusterTemplateNotFound(id))
 }
 
-async fn driver_of(state: &AppState, cluster: &Cluster) -> ApiResult<Arc<dyn Driver>> {
-    state
-        .drivers
-        .for_template(&template_of(state, cluster).await?)
-}
-
 fn enforce_on_cluster(
     state: &AppState,
     ctx: &RequestContext,
@@ -91,7 +83,7 @@ async fn show_ca_certificate(
     let q = Query::parse(raw.as_deref(), &["ca_cert_type"])?;
     let cluster = find_cluster(&state, &ctx, &ident).await?;
     enforce_on_cluster(&state, &ctx, "certificate:get", &cluster)?;
-    let driver = driver_of(&state, &cluster).await?;
+    let driver = state.driver_of(&cluster).await??;
     let pem = driver
         .ca_certificate(&cluster, q.get("ca_cert_type"))
         .await?;
@@ -144,7 +136,7 @@ async fn sign_certificate(
     b.string("pem", 0, usize::MAX)?;
     let ca_cert_type = b.string("ca_cert_type", 0, usize::MAX)?;
     enforce_on_cluster(&state, &ctx, "certificate:create", &cluster)?;
-    let driver = driver_of(&state, &cluster).await?;
+    let driver = state.driver_of(&cluster).await??;
     let csr = csr.unwrap_or_default();
     let pem = driver
         .sign_certificate(&cluster, ca_cert_type.as_deref(), &csr)
@@ -190,7 +182,7 @@ async fn rotate_ca_certificate(
             "Updating a cluster when status is \"{current}\""
         )));
     }
-    let driver = state.drivers.for_template(&template)?;
+    let driver = state.driver_of(&cluster).await??;
     driver.rotate_ca_certificate(&cluster).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
 }

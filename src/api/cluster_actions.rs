@@ -136,14 +136,7 @@ async fn resize_cluster(
             });
         }
     }
-    let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_for_driver(t).await?,
-        None => None,
-    }
-    .ok_or_else(|| {
-        ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
-    })?;
-    let driver = state.drivers.for_template(&template)?;
+    let driver = state.driver_of(&cluster).await??;
     if nodegroup.is_master() {
         driver.validate_master_resize(req.node_count)?;
     }
@@ -272,14 +265,8 @@ async fn upgrade_cluster(
             "Upgrading a cluster when status is \"{current}\""
         )));
     }
-    let current_template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_by_uuid(t).await?,
-        None => None,
-    }
-    .ok_or_else(|| {
-        ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
-    })?;
-    state.drivers.for_template(&current_template)?;
+    // The cluster's own driver carries the upgrade out: it must still resolve.
+    state.driver_of(&cluster).await??;
     // The same checks again under the rows' locks, in the same order, with the writes.
     let batch = Batch::default()
         .guard(Guard::cluster(&cluster.uuid, tenancy))

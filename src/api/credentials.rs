@@ -1,6 +1,6 @@
 //! `PATCH /v1/credentials/{cluster}` (microversion 1.12): `CredentialsController.patch` and
 //! the conductor's `credential_rotate`, an RPC call whose refusals reach the client. The
-//! rotation itself is the cluster driver's (`Lifecycle::rotate_credential`).
+//! rotation itself is the cluster driver's (`Certificates::rotate_credential`).
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -70,14 +70,7 @@ async fn rotate_credential(
             "magnum.conductor.handlers.credential_conductor when cluster status is \"{current}\""
         )));
     }
-    let template = match &cluster.cluster_template_id {
-        Some(t) => state.store.template_for_driver(t).await?,
-        None => None,
-    }
-    .ok_or_else(|| {
-        ApiError::ClusterTemplateNotFound(cluster.cluster_template_id.clone().unwrap_or_default())
-    })?;
-    let driver = state.drivers.for_template(&template)?;
+    let driver = state.driver_of(&cluster).await??;
     driver.rotate_credential(&cluster).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"uuid": cluster.uuid}))))
 }

@@ -9,6 +9,7 @@ pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;
+pub mod driver_refusals;
 pub mod extract;
 pub mod federations;
 pub mod jsonpatch;

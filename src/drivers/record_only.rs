@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    Capabilities, CreateOutcome, Driver, DriverError, Lifecycle, Progress, ResizeRequest, Triple,
+    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, Lifecycle, Progress,
+    Refusal, ResizeRequest, Triple,
 };
-use crate::error::ApiError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// One call the driver received.
@@ -50,7 +50,8 @@ pub enum Call {
 pub struct RecordOnlyDriver {
     name: String,
     provides: Vec<Triple>,
-    capabilities: Box<dyn Capabilities>,
+    /// What it allows: the driver it stands in for decides.
+    allows: Box<dyn Allows>,
     calls: Arc<Mutex<Vec<Call>>>,
     /// Appends each call as a JSON line here too (so a test can count calls across
     /// process restarts).
@@ -58,11 +59,11 @@ pub struct RecordOnlyDriver {
 }
 
 impl RecordOnlyDriver {
-    pub fn new(name: &str, provides: Vec<Triple>, capabilities: Box<dyn Capabilities>) -> Self {
+    pub fn new(name: &str, provides: Vec<Triple>, allows: Box<dyn Allows>) -> Self {
         RecordOnlyDriver {
             name: name.into(),
             provides,
-            capabilities,
+            allows,
             calls: Arc::default(),
             journal: None,
         }
@@ -102,21 +103,21 @@ impl RecordOnlyDriver {
     }
 }
 
-impl Capabilities for RecordOnlyDriver {
-    fn validate_master_size(&self, node_count: i64) -> Result<(), ApiError> {
-        self.capabilities.validate_master_size(node_count)
+impl Allows for RecordOnlyDriver {
+    fn validate_master_size(&self, node_count: i64) -> Result<(), Refusal> {
+        self.allows.validate_master_size(node_count)
     }
 
-    fn validate_master_resize(&self, node_count: i64) -> Result<(), ApiError> {
-        self.capabilities.validate_master_resize(node_count)
+    fn validate_master_resize(&self, node_count: i64) -> Result<(), Refusal> {
+        self.allows.validate_master_resize(node_count)
     }
 
     fn honours_nodes_to_remove(&self, nodegroup: &NodeGroup) -> bool {
-        self.capabilities.honours_nodes_to_remove(nodegroup)
+        self.allows.honours_nodes_to_remove(nodegroup)
     }
 
     fn supports_autoscaling(&self, nodegroup: &NodeGroup) -> bool {
-        self.capabilities.supports_autoscaling(nodegroup)
+        self.allows.supports_autoscaling(nodegroup)
     }
 }
 
@@ -211,6 +212,12 @@ impl Lifecycle for RecordOnlyDriver {
         })
     }
 }
+
+/// No CA, no credentials: Magnum's base driver's refusals.
+impl Certificates for RecordOnlyDriver {}
+
+/// No backend to watch: every call completes at once.
+impl Background for RecordOnlyDriver {}
 
 impl Driver for RecordOnlyDriver {
     fn name(&self) -> &str {

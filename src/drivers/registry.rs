@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::Driver;
-use crate::error::ApiError;
+use super::{Driver, Refusal};
 use crate::model::SelectsDriver;
 
 /// A (server_type, os, coe) triple a driver provides.
@@ -79,12 +78,12 @@ impl DriverRegistry {
 
     /// `Driver.get_driver(server_type, os, coe)` without a name (cluster create's
     /// master-size check uses this form).
-    pub fn for_triple(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, ApiError> {
+    pub fn for_triple(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, Refusal> {
         let triple = Triple::of(t);
         self.by_triple
             .get(&triple)
             .cloned()
-            .ok_or(ApiError::ClusterTypeNotSupported {
+            .ok_or(Refusal::ClusterTypeNotSupported {
                 server_type: triple.server_type,
                 os: triple.os,
                 coe: triple.coe,
@@ -97,7 +96,7 @@ impl DriverRegistry {
         &self,
         t: &impl SelectsDriver,
         default_driver: Option<&str>,
-    ) -> Result<Arc<dyn Driver>, ApiError> {
+    ) -> Result<Arc<dyn Driver>, Refusal> {
         if t.driver_name().is_some_and(|d| !d.is_empty()) {
             return self.for_template(t);
         }
@@ -105,17 +104,20 @@ impl DriverRegistry {
             (Ok(d), _) => Ok(d),
             (Err(_), Some(name)) if t.cluster_distro().is_none() => self
                 .by_name(name)
-                .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),
+                .ok_or_else(|| Refusal::DriverNotSupported(name.to_string())),
             (Err(e), _) => Err(e),
         }
     }
 
-    /// `Driver.get_driver_for_cluster`: the template's `driver` name if set, else the triple.
-    pub fn for_template(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, ApiError> {
+    /// Which driver runs a cluster of this template (`Driver.get_driver_for_cluster`): the
+    /// template's `driver` name if set, else the triple. The one answer: a stored cluster
+    /// reaches it through `ConductorParts::driver_of` (its template's selector, from the
+    /// store), a cluster being created through the template its request names.
+    pub fn for_template(&self, t: &impl SelectsDriver) -> Result<Arc<dyn Driver>, Refusal> {
         match t.driver_name().filter(|d| !d.is_empty()) {
             Some(name) => self
                 .by_name(name)
-                .ok_or_else(|| ApiError::ClusterDriverNotSupported(name.to_string())),
+                .ok_or_else(|| Refusal::DriverNotSupported(name.to_string())),
             None => self.for_triple(t),
         }
     }

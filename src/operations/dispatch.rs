@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Conductor;
+use super::{Conductor, NoDriver};
 use crate::drivers::{CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::store::operations::{OpKind, OpPayload, Operation};
@@ -57,25 +57,20 @@ pub async fn load(
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
         return Ok(Err(LoadError::ClusterGone(op.cluster_uuid.clone())));
     };
-    let gone = || LoadError::TemplateGone(cluster.cluster_template_id.clone().unwrap_or_default());
-    let Some(template_id) = &cluster.cluster_template_id else {
-        return Ok(Err(gone()));
+    let driver = match state.driver_of(&cluster).await? {
+        Ok(d) => d,
+        Err(NoDriver::TemplateGone(id)) => return Ok(Err(LoadError::TemplateGone(id))),
+        Err(NoDriver::Unsupported(r)) => return Ok(Err(LoadError::NoDriver(r.to_string()))),
     };
     // Only a cluster create hands the template itself to the driver.
-    let (chosen, template) = if op.kind() == OpKind::CreateCluster {
-        match state.store.template_by_uuid(template_id).await? {
-            Some(t) => (state.drivers.for_template(&t), Some(t)),
-            None => return Ok(Err(gone())),
+    let template = match &cluster.cluster_template_id {
+        Some(id) if op.kind() == OpKind::CreateCluster => {
+            match state.store.template_by_uuid(id).await? {
+                Some(t) => Some(t),
+                None => return Ok(Err(LoadError::TemplateGone(id.clone()))),
+            }
         }
-    } else {
-        match state.store.template_for_driver(template_id).await? {
-            Some(t) => (state.drivers.for_template(&t), None),
-            None => return Ok(Err(gone())),
-        }
-    };
-    let driver = match chosen {
-        Ok(d) => d,
-        Err(e) => return Ok(Err(LoadError::NoDriver(e.to_string()))),
+        _ => None,
     };
     let nodegroup = match &op.nodegroup_uuid {
         Some(uuid) => match state.store.nodegroup_by_uuid(uuid).await? {

@@ -17,6 +17,7 @@
 //! effect of one. Of several pending resizes of one nodegroup only the newest runs, and a
 //! newer resize supersedes a waiting one.
 
+pub mod cluster_driver;
 pub mod conductor;
 pub mod dispatch;
 pub mod handle;
@@ -26,6 +27,7 @@ mod reports;
 pub mod transitions;
 pub mod worker;
 
+pub use cluster_driver::NoDriver;
 pub use conductor::Conductor;
 pub use handle::{OperationsConfig, OperationsHandle};
 pub use reconcile::start_watchers;

@@ -42,13 +42,7 @@ pub(super) async fn show_reason(
 /// Writes what the backend shows about a cluster (`api_address`, `coe_version`,
 /// `node_addresses`) where it differs from the row.
 pub(super) async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::Error> {
-    let Some(template_id) = &cluster.cluster_template_id else {
-        return Ok(());
-    };
-    let Some(template) = state.store.template_for_driver(template_id).await? else {
-        return Ok(());
-    };
-    let Ok(driver) = state.drivers.for_template(&template) else {
+    let Ok(driver) = state.driver_of(cluster).await? else {
         return Ok(());
     };
     let Some(facts) = driver.facts(cluster) else {

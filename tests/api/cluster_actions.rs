@@ -16,11 +16,10 @@ use serde_json::{json, Value};
 
 use common::{spawn_app, spawn_app_with, As, Reply, TestApp, LATEST};
 use magnum_rs::config::Config;
-use magnum_rs::drivers::capabilities::{BaseCapabilities, ClusterApiCapabilities};
 use magnum_rs::drivers::record_only::{Call, RecordOnlyDriver};
 use magnum_rs::drivers::{
-    Capabilities, CreateOutcome, Driver, DriverError, DriverRegistry, Lifecycle, Progress,
-    ResizeRequest, Triple,
+    Allows, Background, BaseDriverAllows, Certificates, ClusterApiAllows, CreateOutcome, Driver,
+    DriverError, DriverRegistry, Lifecycle, Progress, ResizeRequest, Triple,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::operations::OperationsHandle;
@@ -148,12 +147,12 @@ fn recording_registry(config: &Config) -> (DriverRegistry, Recorders) {
     let base = Arc::new(RecordOnlyDriver::new(
         &d.base.name,
         d.base.provides.clone(),
-        Box::new(BaseCapabilities),
+        Box::new(BaseDriverAllows),
     ));
     let capi = Arc::new(RecordOnlyDriver::new(
         &d.cluster_api.name,
         d.cluster_api.provides.clone(),
-        Box::new(ClusterApiCapabilities),
+        Box::new(ClusterApiAllows),
     ));
     let mut registry = DriverRegistry::default();
     registry.register(base.clone(), &[]);
@@ -1540,7 +1539,9 @@ struct QuotaExceededDriver {
     provides: Vec<Triple>,
 }
 
-impl Capabilities for QuotaExceededDriver {}
+impl Allows for QuotaExceededDriver {}
+impl Certificates for QuotaExceededDriver {}
+impl Background for QuotaExceededDriver {}
 
 #[async_trait]
 impl Lifecycle for QuotaExceededDriver {

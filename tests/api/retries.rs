@@ -19,8 +19,8 @@ use sqlx::Row as _;
 use common::{spawn_app_with, As, TestApp};
 use magnum_rs::config::Config;
 use magnum_rs::drivers::{
-    Capabilities, CreateOutcome, Driver, DriverError, DriverRegistry, Lifecycle, Progress,
-    ResizeRequest, Triple,
+    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, DriverRegistry,
+    Lifecycle, Progress, ResizeRequest, Triple,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::operations::OperationsHandle;
@@ -35,7 +35,8 @@ struct Unreachable {
     resizes: AtomicUsize,
 }
 
-impl Capabilities for Unreachable {}
+impl Allows for Unreachable {}
+impl Certificates for Unreachable {}
 
 #[async_trait]
 impl Lifecycle for Unreachable {
@@ -105,7 +106,9 @@ impl Lifecycle for Unreachable {
     ) -> Result<Progress, DriverError> {
         Ok(Progress::Complete)
     }
+}
 
+impl Background for Unreachable {
     fn progress_deadline(&self) -> Duration {
         Duration::from_secs(60)
     }

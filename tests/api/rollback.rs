@@ -19,8 +19,8 @@ use sqlx::Row as _;
 use common::{spawn_app_with, As, TestApp};
 use magnum_rs::config::Config;
 use magnum_rs::drivers::{
-    Capabilities, CreateOutcome, Driver, DriverError, DriverRegistry, InFlight, Lifecycle,
-    Progress, ResizeRequest, Triple, Verdict, WaitOn,
+    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, DriverRegistry, InFlight,
+    Lifecycle, Progress, ResizeRequest, Triple, Verdict, WaitOn,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 
@@ -37,7 +37,8 @@ struct Backend {
     refuse_back_to: Option<i64>,
 }
 
-impl Capabilities for Backend {}
+impl Allows for Backend {}
+impl Certificates for Backend {}
 
 #[async_trait]
 impl Lifecycle for Backend {
@@ -118,6 +119,16 @@ impl Lifecycle for Backend {
         Ok(Progress::Complete)
     }
 
+    async fn asked_count(
+        &self,
+        _cluster: &Cluster,
+        _nodegroup: &NodeGroup,
+    ) -> Result<Option<i64>, DriverError> {
+        Ok(Some(self.asked.load(Ordering::SeqCst)))
+    }
+}
+
+impl Background for Backend {
     /// The backend reaches whatever its spec asks for, but the refused count.
     fn observe(&self, op: &InFlight<'_>) -> Verdict {
         if self.asked.load(Ordering::SeqCst) == REFUSED {
@@ -132,14 +143,6 @@ impl Lifecycle for Backend {
                 marker: "m".into(),
             },
         }
-    }
-
-    async fn asked_count(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Option<i64>, DriverError> {
-        Ok(Some(self.asked.load(Ordering::SeqCst)))
     }
 }
 

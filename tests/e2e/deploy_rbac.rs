@@ -23,7 +23,7 @@ use magnum_rs::config::Config;
 use magnum_rs::drivers::cluster_api::driver::KubeClusterApiDriver;
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::drivers::{
-    Change, DriverError, InFlight, Lifecycle, Progress, ResizeRequest, Verdict,
+    Background, Change, DriverError, InFlight, Lifecycle, Progress, ResizeRequest, Verdict,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::store::operations::OpKind;

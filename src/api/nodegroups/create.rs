@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
-use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
+use super::{MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -144,7 +144,8 @@ pub(super) async fn create_nodegroup(
             cluster: cluster.name.clone().unwrap_or_default(),
         });
     }
-    let driver = driver_of(&state, &cluster).await?;
+    // Without a driver (its template gone or unsupported) only Magnum's checks apply.
+    let driver = state.driver_of(&cluster).await?.ok();
     validate_nodegroup(&ng, driver.as_deref(), Validating::Create)?;
     let cluster_labels = cluster.labels.clone().unwrap_or_default();
     if ng.image_id.is_none() {

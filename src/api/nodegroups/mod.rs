@@ -9,8 +9,6 @@ mod update;
 mod validate;
 mod view;
 
-use std::sync::Arc;
-
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
@@ -24,9 +22,8 @@ use super::microversion::Version;
 use super::query::{base_url, next_link, PageArgs, Query};
 use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
-use crate::drivers::Driver;
 use crate::error::{ApiError, ApiResult};
-use crate::model::{status, Cluster, RequestContext, Tenancy};
+use crate::model::{status, RequestContext, Tenancy};
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::operations::{NewOperation, OpPayload};
@@ -150,17 +147,6 @@ async fn show_nodegroup(
         &cluster,
         &base_url(&headers),
     )))
-}
-
-/// The cluster's driver, when its template resolves to one.
-async fn driver_of(state: &AppState, cluster: &Cluster) -> ApiResult<Option<Arc<dyn Driver>>> {
-    let Some(t) = &cluster.cluster_template_id else {
-        return Ok(None);
-    };
-    Ok(match state.store.template_by_uuid(t).await? {
-        Some(t) => state.drivers.for_template(&t).ok(),
-        None => None,
-    })
 }
 
 /// Mirrors `NodeGroupController.delete` (1.9+): 204; default nodegroups cannot be deleted.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
-use super::{driver_of, MIN_VERSION, VERSIONED_NAME};
+use super::{MIN_VERSION, VERSIONED_NAME};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -89,7 +89,8 @@ pub(super) async fn update_nodegroup(
     let mut ng = current.clone();
     read_attrs(&patched, &mut ng)?;
     check_bounds(&ng, Some(&current), FieldBounds::new(&state.config.api))?;
-    let driver = driver_of(&state, &cluster).await?;
+    // Without a driver (its template gone or unsupported) only Magnum's checks apply.
+    let driver = state.driver_of(&cluster).await?.ok();
     validate_nodegroup(&ng, driver.as_deref(), Validating::Update)?;
     let changes = [
         NodeGroupSet::MinNodeCount(ng.min_node_count),

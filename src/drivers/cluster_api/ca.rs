@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use super::client::ManagementCluster;
-use crate::drivers::certificates::{CertificateAuthority, SignError};
-use crate::error::ApiError;
+use crate::drivers::signing::{CertificateAuthority, SignError};
+use crate::drivers::Refusal;
 
 /// The Secret suffix of a Magnum `ca_cert_type` (Magnum: `etcd`, `front_proxy` or
 /// `front-proxy`; anything else is the cluster CA).
@@ -27,7 +27,7 @@ async fn read_ca(
     cluster_uuid: &str,
     stack: &str,
     ca_cert_type: Option<&str>,
-) -> Result<(String, Option<String>), ApiError> {
+) -> Result<(String, Option<String>), Refusal> {
     let name = format!("{stack}-{}", secret_suffix(ca_cert_type));
     let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
     let secret = api.get_opt(&name).await.map_err(|e| {
@@ -40,9 +40,7 @@ async fn read_ca(
             error = %short(&e),
             "cannot read a cluster CA Secret"
         );
-        ApiError::ServiceUnavailable(format!(
-            "the CA of cluster {cluster_uuid} cannot be read from its management cluster"
-        ))
+        Refusal::CaUnreadable(cluster_uuid.into())
     })?;
     let data = secret.and_then(|s| s.data).unwrap_or_default();
     let text = |key: &str| {
@@ -50,8 +48,7 @@ async fn read_ca(
             .and_then(|b| String::from_utf8(b.0.clone()).ok())
             .filter(|t| !t.trim().is_empty())
     };
-    let cert =
-        text("tls.crt").ok_or_else(|| ApiError::ClusterCaUnavailable(cluster_uuid.into()))?;
+    let cert = text("tls.crt").ok_or_else(|| Refusal::CaUnavailable(cluster_uuid.into()))?;
     Ok((cert, text("tls.key")))
 }
 
@@ -69,7 +66,7 @@ pub async fn ca_certificate(
     cluster_uuid: &str,
     stack: &str,
     ca_cert_type: Option<&str>,
-) -> Result<String, ApiError> {
+) -> Result<String, Refusal> {
     Ok(read_ca(mc, cluster_uuid, stack, ca_cert_type).await?.0)
 }
 
@@ -80,22 +77,22 @@ pub async fn sign(
     stack: &str,
     ca_cert_type: Option<&str>,
     csr: &str,
-) -> Result<String, ApiError> {
+) -> Result<String, Refusal> {
     let (cert, key) = read_ca(mc, cluster_uuid, stack, ca_cert_type).await?;
-    let key = key.ok_or_else(|| ApiError::ClusterCaUnavailable(cluster_uuid.into()))?;
+    let key = key.ok_or_else(|| Refusal::CaUnavailable(cluster_uuid.into()))?;
     CertificateAuthority {
         cert_pem: &cert,
         key_pem: &key,
     }
     .sign(csr)
     .map_err(|e| match e {
-        SignError::InvalidCsr => ApiError::InvalidCsr(csr.to_string()),
+        SignError::InvalidCsr => Refusal::InvalidCsr(csr.to_string()),
         SignError::BadCa(why) => {
             tracing::warn!(
                 cluster = cluster_uuid,
                 "cannot sign with the cluster CA: {why}"
             );
-            ApiError::ServiceUnavailable(format!("the CA of cluster {cluster_uuid} cannot sign"))
+            Refusal::CaCannotSign(cluster_uuid.into())
         }
     })
 }
@@ -105,7 +102,7 @@ mod tests {
     use super::*;
 
     /// An RBAC denial names the namespace and the service account: the log gets it, the
-    /// client a generic 503.
+    /// client a generic text (a 503: `api::driver_refusals`).
     #[tokio::test]
     async fn an_rbac_denial_reaches_the_client_as_a_generic_text() {
         use axum::http::{Request, Response};
@@ -135,7 +132,7 @@ mod tests {
             .expect_err("a denial is an error");
         server.await.expect("mock");
         let text = err.to_string();
-        assert_eq!(err.status().as_u16(), 503);
+        assert_eq!(err, Refusal::CaUnreadable("a1a1".into()));
         assert!(!text.contains("magnum-system"), "{text}");
         assert!(!text.contains("forbidden"), "{text}");
         assert!(text.contains("a1a1"), "{text}");

@@ -1,4 +1,4 @@
-//! The ClusterAPI driver: the capabilities of magnum-cluster-api (control-plane resize to odd
+//! The ClusterAPI driver: what magnum-cluster-api allows (control-plane resize to odd
 //! sizes, `nodes_to_remove` for every role), under the names and triples magnum-cluster-api
 //! registers so templates made for it resolve here unchanged.
 //!
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::capabilities::ClusterApiCapabilities;
+use super::allows::ClusterApiAllows;
 use super::record_only::RecordOnlyDriver;
 use super::{Driver, Triple};
 
@@ -107,7 +107,7 @@ pub fn record_only(config: &ClusterApiConfig) -> RecordOnlyDriver {
     RecordOnlyDriver::new(
         &config.name,
         config.provides.clone(),
-        Box::new(ClusterApiCapabilities),
+        Box::new(ClusterApiAllows),
     )
 }
 

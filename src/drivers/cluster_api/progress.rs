@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::status;
 use super::topology::{CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
 use crate::drivers::{NodeGroupRef, Verdict};
-use crate::store::operations::OpKind;
+use crate::operation::OpKind;
 
 /// One workload cluster's objects, as JSON.
 #[derive(Clone, Debug, Default)]

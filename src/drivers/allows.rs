@@ -1,20 +1,19 @@
-//! The capability questions the API asks a driver, with Magnum's base-driver answers as
-//! defaults (`magnum/drivers/common/driver.py`).
+//! What a driver allows: the questions the API asks a driver synchronously, before anything
+//! is stored, with Magnum's base-driver answers as defaults
+//! (`magnum/drivers/common/driver.py`).
 
-use crate::error::ApiError;
+use super::Refusal;
 use crate::model::NodeGroup;
 
-use super::odd_master_size;
-
-pub trait Capabilities: Send + Sync {
+pub trait Allows: Send + Sync {
     /// Cluster create (`enforce_cluster_master_size_supported`): odd sizes ≥ 1.
-    fn validate_master_size(&self, node_count: i64) -> Result<(), ApiError> {
+    fn validate_master_size(&self, node_count: i64) -> Result<(), Refusal> {
         odd_master_size(node_count)
     }
 
     /// Resize of a master nodegroup. Magnum's base driver refuses it outright.
-    fn validate_master_resize(&self, _node_count: i64) -> Result<(), ApiError> {
-        Err(ApiError::MasterNgResizeNotSupported)
+    fn validate_master_resize(&self, _node_count: i64) -> Result<(), Refusal> {
+        Err(Refusal::MasterResizeNotSupported)
     }
 
     /// Whether `nodes_to_remove` is honoured when resizing a nodegroup of this role.
@@ -32,19 +31,27 @@ pub trait Capabilities: Send + Sync {
     }
 }
 
-/// Magnum's base driver: no master resize, odd master sizes at create.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BaseCapabilities;
+/// `Driver.validate_master_size` of Magnum's base class: odd sizes ≥ 1.
+pub fn odd_master_size(node_count: i64) -> Result<(), Refusal> {
+    if node_count % 2 == 0 || node_count < 1 {
+        return Err(Refusal::MasterSizeInvalid(node_count));
+    }
+    Ok(())
+}
 
-impl Capabilities for BaseCapabilities {}
+/// What Magnum's base driver allows: no master resize, odd master sizes at create.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BaseDriverAllows;
+
+impl Allows for BaseDriverAllows {}
 
 /// What magnum-cluster-api and magnum-capi-helm allow: master resize to odd sizes ≥ 1
 /// (etcd quorum), `nodes_to_remove` for workers and the control plane alike.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ClusterApiCapabilities;
+pub struct ClusterApiAllows;
 
-impl Capabilities for ClusterApiCapabilities {
-    fn validate_master_resize(&self, node_count: i64) -> Result<(), ApiError> {
+impl Allows for ClusterApiAllows {
+    fn validate_master_resize(&self, node_count: i64) -> Result<(), Refusal> {
         odd_master_size(node_count)
     }
 
@@ -65,21 +72,21 @@ mod tests {
 
     #[test]
     fn base_driver_refuses_master_resize() {
-        assert!(matches!(
-            BaseCapabilities.validate_master_resize(3),
-            Err(ApiError::MasterNgResizeNotSupported)
-        ));
+        assert_eq!(
+            BaseDriverAllows.validate_master_resize(3),
+            Err(Refusal::MasterResizeNotSupported)
+        );
     }
 
     #[test]
     fn cluster_api_allows_odd_master_sizes_only() {
-        assert!(ClusterApiCapabilities.validate_master_resize(3).is_ok());
-        assert!(ClusterApiCapabilities.validate_master_resize(1).is_ok());
+        assert!(ClusterApiAllows.validate_master_resize(3).is_ok());
+        assert!(ClusterApiAllows.validate_master_resize(1).is_ok());
         for n in [0, 2, 4, -1] {
-            assert!(matches!(
-                ClusterApiCapabilities.validate_master_resize(n),
-                Err(ApiError::MasterNgSizeInvalid(m)) if m == n
-            ));
+            assert_eq!(
+                ClusterApiAllows.validate_master_resize(n),
+                Err(Refusal::MasterSizeInvalid(n))
+            );
         }
     }
 
@@ -93,7 +100,7 @@ mod tests {
             role: Some("worker".into()),
             ..NodeGroup::default()
         };
-        assert!(!ClusterApiCapabilities.supports_autoscaling(&master));
-        assert!(ClusterApiCapabilities.supports_autoscaling(&worker));
+        assert!(!ClusterApiAllows.supports_autoscaling(&master));
+        assert!(ClusterApiAllows.supports_autoscaling(&worker));
     }
 }

@@ -1,0 +1,321 @@
+//! What the ClusterAPI driver does, on the one Cluster object of each Magnum cluster: creates
+//! and deletes it, and patches single fields of its topology for resizes, upgrades and
+//! nodegroups (nothing when the spec already says what is asked); each call returns what the
+//! change waits on.
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::Value;
+
+use super::{generation_of, ng_ref, KubeClusterApiDriver};
+use crate::drivers::cluster_api::client::kube_error;
+use crate::drivers::cluster_api::topology;
+use crate::drivers::{
+    CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
+};
+use crate::model::{Cluster, ClusterTemplate, NodeGroup};
+
+#[async_trait]
+impl Lifecycle for KubeClusterApiDriver {
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        template: &ClusterTemplate,
+        nodegroups: &[NodeGroup],
+    ) -> Result<CreateOutcome, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = cluster.stack_id.clone().unwrap_or_else(random_stack_id);
+        let body = topology::cluster_object(
+            &stack,
+            &mc.namespace,
+            &self.api_version,
+            cluster,
+            template,
+            nodegroups,
+            &self.defaults,
+        );
+        let obj: DynamicObject =
+            serde_json::from_value(body).map_err(|e| DriverError::rejected(e.to_string()))?;
+        let generation = match self
+            .api(mc, &self.resources.cluster)
+            .create(&PostParams::default(), &obj)
+            .await
+        {
+            Ok(o) => o.metadata.generation,
+            // A repeated call (after a crash): the object the first call made.
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {
+                generation_of(&self.get_cluster(mc, &stack).await?)
+            }
+            Err(e) => return Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
+        };
+        Ok(CreateOutcome {
+            wait: Some(self.wait_on(mc, &stack, generation)),
+            stack_id: Some(stack),
+            api_address: None,
+            coe_version: None,
+        })
+    }
+
+    async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let Some(stack) = cluster.stack_id.clone().filter(|s| !s.is_empty()) else {
+            return Ok(Progress::Complete);
+        };
+        match self
+            .api(mc, &self.resources.cluster)
+            .delete(&stack, &DeleteParams::default())
+            .await
+        {
+            // Cluster API deletes the machines first; the row goes when the Cluster is gone.
+            Ok(_) => Ok(Progress::Waiting(self.wait_on(mc, &stack, None))),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Progress::Complete),
+            Err(e) => Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
+        }
+    }
+
+    async fn resize(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+        request: &ResizeRequest,
+    ) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let which = ng_ref(nodegroup);
+        let n = request.node_count;
+        let current = self.get_cluster(mc, &stack).await?;
+        match &which {
+            NodeGroupRef::ControlPlane => {
+                let spec = current
+                    .pointer("/spec/topology/controlPlane/replicas")
+                    .and_then(Value::as_i64);
+                if spec == Some(n) {
+                    // Already asked (a repeated call): no second patch, no second marking.
+                    return Ok(Progress::Waiting(self.wait_on(
+                        mc,
+                        &stack,
+                        generation_of(&current),
+                    )));
+                }
+                self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
+                    .await?;
+                let patched = self
+                    .api(mc, &self.resources.cluster)
+                    .patch(
+                        &stack,
+                        &PatchParams::default(),
+                        &Patch::Merge(&topology::control_plane_replicas(n)),
+                    )
+                    .await
+                    .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
+                Ok(Progress::Waiting(self.wait_on(
+                    mc,
+                    &stack,
+                    patched.metadata.generation,
+                )))
+            }
+            NodeGroupRef::Worker(name) => {
+                // An autoscaled nodegroup keeps the autoscaler's bounds and gets no replicas.
+                let autoscaled = cluster
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("auto_scaling_enabled"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                    && nodegroup.max_node_count.is_some_and(|m| m > 0);
+                let (min, max) = (
+                    nodegroup.min_node_count,
+                    nodegroup.max_node_count.unwrap_or_default(),
+                );
+                let at_target = |c: &Value| {
+                    topology::machine_deployment_index(c, name)
+                        .and_then(|i| {
+                            c.pointer(&format!(
+                                "/spec/topology/workers/machineDeployments/{i}/replicas"
+                            ))
+                        })
+                        .and_then(Value::as_i64)
+                        == Some(n)
+                };
+                if !autoscaled && !at_target(&current) {
+                    self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
+                        .await?;
+                }
+                let wait = self
+                    .patch_workers(mc, &stack, Some(current), |c| {
+                        let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
+                            DriverError::rejected(format!(
+                                "Cluster {stack} has no worker entry named {name}"
+                            ))
+                        })?;
+                        Ok(if autoscaled {
+                            Some(topology::worker_autoscaling(c, i, name, min, max))
+                        } else if at_target(c) {
+                            None
+                        } else {
+                            Some(topology::worker_replicas(c, i, name, n))
+                        })
+                    })
+                    .await?;
+                if autoscaled {
+                    return Ok(Progress::Complete);
+                }
+                Ok(Progress::Waiting(wait))
+            }
+        }
+    }
+
+    async fn asked_count(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Option<i64>, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let current = self.get_cluster(mc, &stack).await?;
+        let pointer = match ng_ref(nodegroup) {
+            NodeGroupRef::ControlPlane => "/spec/topology/controlPlane/replicas".to_string(),
+            NodeGroupRef::Worker(name) => {
+                let Some(i) = topology::machine_deployment_index(&current, &name) else {
+                    return Ok(None);
+                };
+                format!("/spec/topology/workers/machineDeployments/{i}/replicas")
+            }
+        };
+        Ok(current.pointer(&pointer).and_then(Value::as_i64))
+    }
+
+    async fn upgrade(
+        &self,
+        cluster: &Cluster,
+        template: &ClusterTemplate,
+        _nodegroup: &NodeGroup,
+        _max_batch_size: i64,
+    ) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        // The new template's kube_tag, not the cluster's own copy of the old one (as
+        // magnum-cluster-api's upgrade_cluster reads it).
+        let version = template
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("kube_tag"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| topology::kube_version(cluster, template))
+            .ok_or_else(|| DriverError::rejected("the cluster template has no kube_tag label"))?;
+        let class = template
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("capi_cluster_class"))
+            .and_then(Value::as_str);
+        let current = self.get_cluster(mc, &stack).await?;
+        let topo = |p: &str| {
+            current
+                .pointer(&format!("/spec/topology/{p}"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let class_now = topo("classRef/name").or_else(|| topo("class"));
+        if topo("version").as_deref() == Some(version.as_str())
+            && class.is_none_or(|c| class_now.as_deref() == Some(c))
+        {
+            return Ok(Progress::Waiting(self.wait_on(
+                mc,
+                &stack,
+                generation_of(&current),
+            )));
+        }
+        let patched = self
+            .api(mc, &self.resources.cluster)
+            .patch(
+                &stack,
+                &PatchParams::default(),
+                &Patch::Merge(&topology::upgrade(&version, class, &self.api_version)),
+            )
+            .await
+            .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
+        Ok(Progress::Waiting(self.wait_on(
+            mc,
+            &stack,
+            patched.metadata.generation,
+        )))
+    }
+
+    async fn create_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let entry = topology::worker_entry(nodegroup, &self.defaults.worker_class, false);
+        let wait = self
+            .patch_workers(mc, &stack, None, |c| {
+                Ok(topology::machine_deployment_index(c, &nodegroup.name)
+                    .is_none()
+                    .then(|| topology::add_worker(entry.clone())))
+            })
+            .await?;
+        Ok(Progress::Waiting(wait))
+    }
+
+    async fn update_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let Some(max) = nodegroup.max_node_count.filter(|m| *m > 0) else {
+            return Ok(Progress::Complete);
+        };
+        if nodegroup.is_master() {
+            return Err(DriverError::rejected(
+                "the control plane cannot be autoscaled",
+            ));
+        }
+        let name = nodegroup.name.clone();
+        self.patch_workers(mc, &stack, None, |c| {
+            let i = topology::machine_deployment_index(c, &name).ok_or_else(|| {
+                DriverError::rejected(format!("Cluster {stack} has no worker entry named {name}"))
+            })?;
+            Ok(Some(topology::worker_autoscaling(
+                c,
+                i,
+                &name,
+                nodegroup.min_node_count,
+                max,
+            )))
+        })
+        .await?;
+        Ok(Progress::Complete)
+    }
+
+    async fn delete_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Progress, DriverError> {
+        let mc = self.management_for(cluster)?;
+        let stack = Self::stack_id(cluster)?;
+        let name = nodegroup.name.clone();
+        let wait = self
+            .patch_workers(mc, &stack, None, |c| {
+                Ok(topology::machine_deployment_index(c, &name)
+                    .map(|i| topology::remove_worker(i, &name)))
+            })
+            .await?;
+        // The row goes when Cluster API has deleted the MachineDeployment and its Machines.
+        Ok(Progress::Waiting(wait))
+    }
+}
+
+fn random_stack_id() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let r = uuid::Uuid::new_v4().as_u128();
+    let tail: String = (0..5)
+        .map(|i| ALPHABET[((r >> (i * 8)) % ALPHABET.len() as u128) as usize] as char)
+        .collect();
+    format!("kube-{tail}")
+}
