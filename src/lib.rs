@@ -34,7 +34,7 @@ use crate::drivers::cluster_api;
 use crate::drivers::record_only::RecordOnlyDriver;
 use crate::drivers::BaseDriverAllows;
 use crate::drivers::DriverRegistry;
-use crate::operations::{Conductor, OperationsHandle};
+use crate::operations::OperationsHandle;
 use crate::policy::Policy;
 use crate::state::AppState;
 use crate::store::Store;
@@ -93,69 +93,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     }
 }
 
-/// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)
-/// until `stop` turns true.
-async fn conduct(state: Conductor, stop: tokio::sync::watch::Receiver<bool>) {
-    let watchers = operations::start_watchers(&state);
-    let heartbeat = tokio::spawn(mservice::heartbeat(
-        state.store.clone(),
-        state.config.service.clone(),
-        stop.clone(),
-    ));
-    operations::run_worker(state, stop).await;
-    let _ = heartbeat.await;
-    for w in watchers {
-        w.abort();
-    }
-}
-
-/// Runs the conductor role: always, or only while this replica leads when a driver asks
-/// for leader election.
-async fn conductor(state: Conductor, shutdown: tokio::sync::watch::Receiver<bool>) {
-    let leadership = state.drivers.drivers().iter().find_map(|d| d.leadership());
-    let Some(leading) = leadership else {
-        conduct(state, shutdown).await;
-        return;
-    };
-    lead_while_elected(state.clone(), leading, shutdown).await;
-    // A graceful stop gives the Lease up, so the next replica leads at its next round.
-    for d in state.drivers.drivers() {
-        d.step_down().await;
-    }
-}
-
-/// Runs the conductor's work while this replica holds the leadership, until `shutdown`.
-async fn lead_while_elected(
-    state: Conductor,
-    mut leading: tokio::sync::watch::Receiver<bool>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        while !*leading.borrow() {
-            tokio::select! {
-                r = leading.changed() => if r.is_err() { return },
-                _ = shutdown.changed() => return,
-            }
-        }
-        tracing::info!("leading: running the operations worker and the watchers");
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(conduct(state.clone(), stop_rx));
-        loop {
-            tokio::select! {
-                r = leading.changed() => if r.is_err() || !*leading.borrow() { break },
-                _ = shutdown.changed() => {
-                    let _ = stop_tx.send(true);
-                    let _ = task.await;
-                    return;
-                }
-            }
-        }
-        tracing::warn!("lost leadership: stopping the operations worker and the watchers");
-        let _ = stop_tx.send(true);
-        let _ = task.await;
-    }
-}
-
 /// Serves until `shutdown` resolves, with the conductor role beside the API (and the
 /// metrics on their own listener with `[metrics] bind`). Then no new connection is
 /// accepted, the worker is told to stop, and requests in flight get `[api]
@@ -185,8 +122,12 @@ pub async fn serve(
     let stopping = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let worker =
-        run_worker.then(|| tokio::spawn(conductor(state.conductor.clone(), stop_rx.clone())));
+    let worker = run_worker.then(|| {
+        tokio::spawn(operations::role::run(
+            state.conductor.clone(),
+            stop_rx.clone(),
+        ))
+    });
     let limits = listener::ConnectionLimits::of(&state.config.api);
     let metrics = async {
         if let Some((l, app)) = metrics_side {

@@ -24,6 +24,7 @@ pub mod handle;
 pub mod outcome;
 pub mod reconcile;
 mod reports;
+pub mod role;
 pub mod transitions;
 pub mod worker;
 
