@@ -110,8 +110,8 @@ pub struct Operation {
     pub wait_generation: Option<i64>,
     /// While waiting: when it started, when it fails unless progress is seen, and the
     /// last progress marker.
-    pub started_at: Option<String>,
-    pub deadline_at: Option<String>,
+    pub started_at: Option<NaiveDateTime>,
+    pub deadline_at: Option<NaiveDateTime>,
     pub progress: Option<String>,
     /// The first of the passing driver failures in a row (retries end at the driver's
     /// progress deadline from here).

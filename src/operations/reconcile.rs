@@ -159,23 +159,14 @@ fn in_flight<'a>(
     }
 }
 
-/// A stored UTC timestamp (`YYYY-MM-DD HH:MM:SS[.f]`, as both databases write it).
-fn stored_time(s: &str) -> Option<chrono::NaiveDateTime> {
-    chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S"))
-        .ok()
-}
-
 fn deadline_passed(op: &Operation) -> bool {
     op.deadline_at
-        .as_deref()
-        .and_then(stored_time)
         .is_some_and(|d| d <= chrono::Utc::now().naive_utc())
 }
 
 /// Records how long the backend took, from the stored start of the wait.
 fn observe_lag(op: &Operation, outcome: &str) {
-    if let Some(start) = op.started_at.as_deref().and_then(stored_time) {
+    if let Some(start) = op.started_at {
         let lag = (chrono::Utc::now().naive_utc() - start)
             .to_std()
             .unwrap_or_default();

@@ -4,7 +4,6 @@
 
 use chrono::NaiveDateTime;
 
-use super::schema::stored;
 use super::{now, stmt, Bind, Conn};
 use crate::operation::{NewOperation, OpPayload, OpState, Operation};
 
@@ -68,8 +67,8 @@ impl TryFrom<OperationRow> for Operation {
             attempts: r.attempts,
             wait_object: r.wait_object,
             wait_generation: r.wait_generation,
-            started_at: r.started_at.as_ref().map(stored),
-            deadline_at: r.deadline_at.as_ref().map(stored),
+            started_at: r.started_at,
+            deadline_at: r.deadline_at,
             progress: r.progress,
             retry_since: r.retry_since,
         })
