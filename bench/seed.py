@@ -234,15 +234,24 @@ def cleanup(args):
     cur = conn.cursor()
     if args.backend == "sqlite":
         cur.execute("BEGIN IMMEDIATE")
-    mine = "SELECT uuid FROM cluster WHERE name LIKE " + q
-    out = {}
-    if has_ops:
-        cur.execute("DELETE FROM magnum_rs_operation WHERE cluster_uuid IN (%s)" % mine, (like,))
-        out["operations"] = cur.rowcount
-    cur.execute("DELETE FROM nodegroup WHERE cluster_id IN (%s)" % mine, (like,))
-    out["nodegroups"] = cur.rowcount
-    cur.execute("DELETE FROM cluster WHERE name LIKE " + q, (like,))
-    out["clusters"] = cur.rowcount
+    # The uuids first, then deletes by uuid through the indexes (operation: cluster_uuid,
+    # nodegroup: (cluster_id, name), cluster: uuid): MariaDB runs `IN (SELECT uuid FROM
+    # cluster WHERE name LIKE …)` in a DELETE as a scan of cluster per row (40 s for 5,000).
+    cur.execute("SELECT uuid FROM cluster WHERE name LIKE " + q, (like,))
+    uuids = [r[0] for r in cur.fetchall()]
+    out = {"operations": 0} if has_ops else {}
+    out.update(nodegroups=0, clusters=0)
+    step = 500
+    for i in range(0, len(uuids), step):
+        chunk = uuids[i:i + step]
+        inlist = "(%s)" % ", ".join([q] * len(chunk))
+        if has_ops:
+            cur.execute("DELETE FROM magnum_rs_operation WHERE cluster_uuid IN " + inlist, chunk)
+            out["operations"] += cur.rowcount
+        cur.execute("DELETE FROM nodegroup WHERE cluster_id IN " + inlist, chunk)
+        out["nodegroups"] += cur.rowcount
+        cur.execute("DELETE FROM cluster WHERE uuid IN " + inlist, chunk)
+        out["clusters"] += cur.rowcount
     if args.backend == "mysql":
         conn.commit()
     else:
