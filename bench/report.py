@@ -2,9 +2,12 @@
 
     python3 report.py --work DIR --out bench/results/DATE.md
 
-Reads DIR/meta.tsv, rows.jsonl (bench/wrk.lua), rss.jsonl (bench/rss.py), seed.jsonl and
-sql.N.BACKEND.json (bench/sqlcount.py).  Errors = non-2xx responses + socket errors
-(connect/read/write/timeout): nothing is dropped.
+Reads DIR/meta.tsv, rows.jsonl (bench/wrk.lua), rss.jsonl (bench/rss.py), seed.jsonl,
+cleanup.jsonl (bench/seed.py cleanup after each create row) and sql.N.BACKEND.json
+(bench/sqlcount.py; BACKEND mariadb_before / sqlite_before: the baseline binary).  Errors =
+non-2xx responses + socket errors (connect/read/write/timeout): nothing is dropped.  Only
+the routes the run selected (meta `routes`, BENCH_ROUTES) are tabulated; the baseline
+servers (BENCH_BASELINE_BIN) appear where they have rows, and in "create: before ÷ after".
 """
 import argparse
 import glob
@@ -17,13 +20,17 @@ SERVERS = [
     ("magnum-threaded", "Magnum 23, threaded (1 process)"),
     ("magnum-rs-mariadb", "magnum-rs, MariaDB"),
     ("magnum-rs-sqlite", "magnum-rs, SQLite"),
+    ("magnum-rs-before-mariadb", "magnum-rs before the change (BENCH_BASELINE_BIN), MariaDB"),
+    ("magnum-rs-before-sqlite", "magnum-rs before the change (BENCH_BASELINE_BIN), SQLite"),
 ]
+MAIN_SERVERS = {"magnum-shipped", "magnum-threaded", "magnum-rs-mariadb", "magnum-rs-sqlite"}
 ROUTES = [
     ("nodegroups", "GET /v1/clusters/{id}/nodegroups"),
     ("list", "GET /v1/clusters?limit=50"),
     ("list_marker", "GET /v1/clusters?limit=50&marker={uuid of cluster N-60}"),
     ("get", "GET /v1/clusters/{id}"),
     ("resize", "POST /v1/clusters/{id}/actions/resize"),
+    ("create", "POST /v1/clusters (1 master, 1 worker, on the seeded template)"),
 ]
 READS = {"nodegroups", "list", "list_marker", "get"}
 TARGET_SHIPPED, TARGET_THREADED, TARGET_P99_MS, TARGET_RSS_MB = 50, 10, 10.0, 50
@@ -111,6 +118,11 @@ def main():
     seeds = load_jsonl(os.path.join(a.work, "seed.jsonl"))
     sizes = [int(x) for x in meta.get("sizes", "100 10000").split()]
     conns = [int(x) for x in meta.get("conns", "1 32").split()]
+    # The routes of this run (BENCH_ROUTES; runs before the knob: the routes with rows).
+    chosen = set(meta["routes"].split()) if "routes" in meta else {
+        t.split("|")[2] for t in rows if t.count("|") == 3}
+    routes = [(r, t) for r, t in ROUTES if r in chosen]
+    cleanups = {r["tag"]: r for r in load_jsonl(os.path.join(a.work, "cleanup.jsonl"))}
     sql = {}
     for path in glob.glob(os.path.join(a.work, "sql.*.json")):
         m = re.match(r"sql\.(\d+)\.(\w+)\.json$", os.path.basename(path))
@@ -178,6 +190,19 @@ def main():
       "project), `X-User-Id`, `X-Roles: reader,member` and `OpenStack-API-Version: "
       "container-infra latest`. Resize bodies alternate `{\"node_count\": 2|3, "
       "\"nodegroup\": \"default-worker\"}` (all answered 202).")
+    if "create" in chosen:
+        w("- **create** (`POST /v1/clusters`) sends `{\"name\": \"bench-create-wrk\", "
+          "\"cluster_template_id\": <the seeded template>, \"master_count\": 1, "
+          "\"node_count\": 1}` (names need not be unique). The seeded template names no "
+          "image, flavor or keypair: the real Magnum validates each one a template names "
+          "against Glance or Nova, which without Keystone answers 403 (`Keystone API "
+          "connection failed`); so its figures are those of a create that asks no "
+          "OpenStack service, its best case. A `quotas` row lets the project own 10⁹ "
+          "clusters (both servers read it before their default of 20). It runs last for "
+          "each server; after each of its rows, once the server is idle, `bench/seed.py "
+          "cleanup` deletes the clusters it created (`bench-create-%`), their nodegroups "
+          "and magnum-rs's operation records of them, so that every row starts from, and "
+          "every later server sees, the seeded N clusters.")
     w("- Per row: wrk (`-t1`) for a fixed duration — %s s for the real Magnum, %s s for "
       "magnum-rs — after a %s s warm-up of the same route at 1 connection (not reported); "
       "`--timeout 30s`, so the real Magnum's queueing shows as latency, not as dropped "
@@ -209,6 +234,17 @@ def main():
       "newest runs, the older ones end superseded), reads what the driver needs and "
       "completes each running operation in one transaction with the nodegroup and the "
       "cluster: about two commits per pass instead of two per resize.")
+    if "create" in chosen:
+        w("- **Create**: the real Magnum's 202 counts the project's clusters against the "
+          "quota, reads the template and casts `cluster_create` to the absent conductor "
+          "(which would insert the cluster): it writes nothing. magnum-rs's 202 commits "
+          "the cluster, its `default-master` and `default-worker` nodegroups and an "
+          "operation record in one transaction; since issue 28 that transaction also "
+          "counts the project's clusters again under a per-project lock (MariaDB: "
+          "`SELECT … FOR UPDATE` on the project's row of `magnum_rs_project_lock`, made by "
+          "`INSERT IGNORE` just before; SQLite: `BEGIN IMMEDIATE`) and re-checks the "
+          "template under a shared lock, so creates of one project are serialised. The "
+          "operations worker then completes the create record (no Kubernetes here).")
     w("")
 
     # ---- summary tables ---------------------------------------------------------------
@@ -224,7 +260,7 @@ def main():
           "÷ shipped | ÷ threaded | p99 ms | peak RSS MB | magnum-rs SQLite | ÷ shipped | "
           "÷ threaded |")
         w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for route, _ in ROUTES:
+        for route, _ in routes:
             for c in conns:
                 ms, mt = get(n, "magnum-shipped", route, c), get(n, "magnum-threaded", route, c)
                 rm, rq = get(n, "magnum-rs-mariadb", route, c), get(n, "magnum-rs-sqlite", route, c)
@@ -276,6 +312,112 @@ def main():
     w("- Errors over all %d rows: **%d**." % (len(rows), all_err))
     w("")
 
+    # ---- before / after (BENCH_BASELINE_BIN) -------------------------------------------
+    def cpu_per(n, server, route, c):
+        r, s_ = get(n, server, route, c), rss_of(n, server, route, c)
+        if not r or not s_ or not r["requests"] or "cpu_server_s" not in s_:
+            return None, None
+        return (s_["cpu_server_s"] * 1e6 / r["requests"], s_["cpu_db_s"] * 1e6 / r["requests"])
+
+    def div(x, y):
+        return x / y if x is not None and y else None
+
+    f0 = lambda v: "–" if v is None else "{:,.0f}".format(v)  # noqa: E731
+    f2 = lambda v: "–" if v is None else "%.2f" % v  # noqa: E731
+    before_routes = [r for r in ("create", "resize") if r in chosen and any(
+        t.split("|")[1].startswith("magnum-rs-before-") and t.split("|")[2] == r
+        for t in rows if t.count("|") == 3)]
+    for route in before_routes:
+        w("## %s: before ÷ after" % route)
+        w("")
+        w("The magnum-rs binary from before the change (%s) against the current one (%s), "
+          "on the same databases: each backend's before rows ran right after the current "
+          "binary's rows on it (same warm-up, durations and cleanup). Each metric: before, "
+          "after, and **before ÷ after** — for req/s below 1 means the current binary "
+          "serves fewer; for latency and CPU below 1 means it takes more. CPU per request "
+          "as in \"Where the CPU goes\" below (MariaDB's figure on SQLite is other "
+          "clients of the shared MariaDB)."
+          % (meta.get("baseline_version", "?"), meta.get("rs_version", "?")))
+        w("")
+        w("| N | backend | conns | req/s before | after | ÷ | p50 ms before | after | ÷ | "
+          "p99 ms before | after | ÷ | server µs before | after | ÷ | MariaDB µs before | "
+          "after | ÷ | load1 before / after | errors before / after |")
+        w("|---:|---|---:|" + "---:|" * 15 + "---|---|")
+        for n in sizes:
+            for backend in ("mariadb", "sqlite"):
+                for c in conns:
+                    b = get(n, "magnum-rs-before-" + backend, route, c)
+                    a_ = get(n, "magnum-rs-" + backend, route, c)
+                    if not b and not a_:
+                        continue
+                    bs, bd = cpu_per(n, "magnum-rs-before-" + backend, route, c)
+                    as_, ad = cpu_per(n, "magnum-rs-" + backend, route, c)
+                    bl = rss_of(n, "magnum-rs-before-" + backend, route, c) or {}
+                    al = rss_of(n, "magnum-rs-" + backend, route, c) or {}
+                    g = lambda r, k: r[k] if r else None  # noqa: E731
+                    w("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
+                      "%s | %s | %s | %s | %s / %s | %s / %s |" % (
+                          n, backend, c,
+                          fmt_rps(g(b, "rps")), fmt_rps(g(a_, "rps")),
+                          f2(div(g(b, "rps"), g(a_, "rps"))),
+                          fmt_ms(g(b, "p50_ms")), fmt_ms(g(a_, "p50_ms")),
+                          f2(div(g(b, "p50_ms"), g(a_, "p50_ms"))),
+                          fmt_ms(g(b, "p99_ms")), fmt_ms(g(a_, "p99_ms")),
+                          f2(div(g(b, "p99_ms"), g(a_, "p99_ms"))),
+                          f0(bs), f0(as_), f2(div(bs, as_)), f0(bd), f0(ad), f2(div(bd, ad)),
+                          f2(bl.get("load1")), f2(al.get("load1")),
+                          errors(b) if b else "–", errors(a_) if a_ else "–"))
+        w("")
+        if route == "create":
+            cells = []
+            for backend in ("mariadb", "sqlite"):
+                for n in sizes:
+                    sb = sql.get((n, backend + "_before"), {}).get("create")
+                    sa = sql.get((n, backend), {}).get("create")
+                    if sb or sa:
+                        cells.append("%s N=%d: %s before, %s after" % (
+                            backend, n, sb["statements"] if sb else "–",
+                            sa["statements"] if sa else "–"))
+            if cells:
+                w("SQL statements per create (one at a time, `--no-worker`, BEGIN/COMMIT "
+                  "included): %s." % "; ".join(cells))
+                w("")
+                for backend in ("mariadb", "sqlite"):
+                    n = max(sizes)
+                    for label, key in (("before", backend + "_before"), ("after", backend)):
+                        st = sql.get((n, key), {}).get("create")
+                        if not st:
+                            continue
+                        w("- %s, %s (N=%d):" % (label, backend, n))
+                        for x in st["sql"]:
+                            w("  - `%s`" % x.replace("`", "'"))
+                w("")
+
+    if "create" in chosen and cleanups:
+        w("## What the create rows created")
+        w("")
+        w("After each create row (and its warm-up), once the server was idle, `bench/seed.py "
+          "cleanup` deleted the clusters named `bench-create-%` with their nodegroups and "
+          "operation records, and checked the seeded N clusters and 3N nodegroups were left. "
+          "magnum-rs may finish up to `conns` creates whose connection wrk closed at the end "
+          "of the row, so it can have created a few more than it answered; the real Magnum "
+          "writes nothing (its conductor would).")
+        w("")
+        w("| N | server | conns | 2xx answers | clusters deleted | nodegroups | operation records |")
+        w("|---:|---|---:|---:|---:|---:|---:|")
+        for n in sizes:
+            for server, _ in SERVERS:
+                for c in ["warmup"] + conns:
+                    cl_ = cleanups.get("%d|%s|create|%s" % (n, server, c))
+                    if not cl_:
+                        continue
+                    r = get(n, server, "create", c) if c != "warmup" else None
+                    ok = sum(v for k, v in r["statuses"].items() if k.startswith("2")) if r else None
+                    w("| %d | %s | %s | %s | %d | %d | %s |" % (
+                        n, server, c, "–" if ok is None else ok, cl_["clusters"],
+                        cl_["nodegroups"], cl_.get("operations", "–")))
+        w("")
+
     # ---- CPU per request -----------------------------------------------------------------
     nproc = int(meta.get("nproc", "2") or 2)
     w("## Where the CPU goes (the profile behind the latency at %d connections)" % max(conns))
@@ -292,7 +434,7 @@ def main():
       "ceiling req/s | mean ≥ ms | p50 ms | p99 ms |")
     w("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
-        for route, _ in ROUTES:
+        for route, _ in routes:
             for c in conns:
                 for server, _ in SERVERS:
                     r, s_ = get(n, server, route, c), rss_of(n, server, route, c)
@@ -371,7 +513,7 @@ def main():
         w("")
         w("| route | N=%d: rows read | by counter | N=%d: rows read | by counter |" % (lo, hi))
         w("|---|---:|---|---:|---|")
-        for route, _ in ROUTES:
+        for route, _ in routes:
             a1, b1 = handler(lo, route)
             a2, b2 = handler(hi, route)
             f = lambda v: "–" if v is None else "{:,}".format(v)  # noqa: E731
@@ -390,7 +532,7 @@ def main():
         keys = sorted(sql)
         w("| route | " + " | ".join("N=%d %s" % k for k in keys) + " |")
         w("|---|" + "---:|" * len(keys))
-        for route, _ in ROUTES:
+        for route, _ in routes:
             cells = []
             for k in keys:
                 s = sql[k].get(route)
@@ -408,7 +550,7 @@ def main():
         k = max((k for k in keys if k[1] == "mariadb"), default=keys[-1])
         w("The statements (N=%d, %s):" % k)
         w("")
-        for route, title in ROUTES:
+        for route, title in routes:
             s = sql[k].get(route)
             if not s:
                 continue
@@ -424,13 +566,14 @@ def main():
         w("| route | conns | server | req/s | p50 ms | p99 ms | requests | s | errors | "
           "peak RSS MB | load1 | ÷ shipped | ÷ threaded |")
         w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for route, _ in ROUTES:
+        for route, _ in routes:
             for c in conns:
                 for server, _ in SERVERS:
                     r = get(n, server, route, c)
                     s = rss_of(n, server, route, c)
                     if not r:
-                        w("| %s | %d | %s | (missing) | | | | | | | | | |" % (route, c, server))
+                        if server in MAIN_SERVERS:
+                            w("| %s | %d | %s | (missing) | | | | | | | | | |" % (route, c, server))
                         continue
                     e = errors(r)
                     ecell = str(e)

@@ -5,8 +5,11 @@
 
 The server must run with RUST_LOG=sqlx=debug (sqlx logs every statement it executes at debug
 level, target `sqlx::query`) and `serve --no-worker` (so the operations worker's polling
-does not mix in).  ROUTE is `name|METHOD|path|body` (body may be empty); every request
-carries the benchmark's identity headers and `OpenStack-API-Version: container-infra latest`.
+does not mix in).  ROUTE is `name|METHOD|path|body` (body may be empty; bench/run.sh passes
+one for each POST: resize `{"node_count": 3, "nodegroup": "default-worker"}`, create a
+cluster named `bench-create-sql` on the seeded template, which it deletes afterwards with
+`seed.py cleanup`); every request carries the benchmark's identity headers and
+`OpenStack-API-Version: container-infra latest`.  The body may contain `|`.
 
 For each route: one warm-up request (opens pool connections, whose set-up statements are not
 the route's), then REPEAT measured requests; each counts the `sqlx::query` lines the server

@@ -4,15 +4,20 @@
 -- Environment:
 --   BENCH_OUT     file to append the JSON line to (required)
 --   BENCH_METHOD  GET (default) or POST
---   BENCH_COUNTS  for POST (resize): comma-separated node counts used in turn, e.g. "2,3";
---                 each request sends {"node_count": K, "nodegroup": "default-worker"}
+--   BENCH_BODY    for POST: the body of every request, as it is (bench/run.sh sets it for
+--                 the create route); when empty or unset, a POST is a resize:
+--   BENCH_COUNTS  for POST without BENCH_BODY (resize): comma-separated node counts used in
+--                 turn, e.g. "2,3"; each request sends {"node_count": K, "nodegroup":
+--                 "default-worker"}
 --   BENCH_TAG     free text copied into the JSON line
 --
--- GETs keep wrk's static request (no Lua per request); POSTs build the body per request.
+-- GETs and POSTs with BENCH_BODY keep wrk's static request (no Lua per request); resize
+-- POSTs build the body per request.
 -- The response() hook costs a little per response but is the only way to see statuses
 -- other than >= 400 (wrk's own summary only counts those).
 
 local method = os.getenv("BENCH_METHOD") or "GET"
+local body = os.getenv("BENCH_BODY") or ""
 local counts = {}
 for k in string.gmatch(os.getenv("BENCH_COUNTS") or "3", "%d+") do
   counts[#counts + 1] = tonumber(k)
@@ -51,10 +56,13 @@ function init(args)
   wrk.method = method
   if method == "POST" then
     wrk.headers["Content-Type"] = "application/json"
+    if body ~= "" then
+      wrk.body = body
+    end
   end
 end
 
-if method == "POST" then
+if method == "POST" and body == "" then
   function request()
     seq = seq + 1
     local k = counts[(seq % #counts) + 1]
