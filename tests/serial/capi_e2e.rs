@@ -748,7 +748,7 @@ fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason()
 
     // Killed after the roll-back is recorded and before it is sent, then after it is sent:
     // each ends as above after a restart, with exactly one roll-back patch.
-    for point in ["rollback-recorded", "rollback-sent"] {
+    for (point, workers) in [("rollback-recorded", "1"), ("rollback-sent", "2")] {
         drop(server);
         let armed = [(magnum_rs::failpoint::ENV, point)];
         let mut dying = Server::start_with_env(&url, dir.path(), &["--config", &cfg], &armed);
@@ -781,7 +781,8 @@ fn refused_and_stalled_control_plane_resizes_end_update_failed_with_the_reason()
         let ng = master(&cli, "failing");
         assert_eq!(ng["status"], "UPDATE_FAILED", "{point}: {ng}");
         assert_eq!(ng["node_count"], 1, "{point}");
-        assert_eq!(resize_workers(&cli, "1")["node_count"], 1, "{point}");
+        let resized = resize_workers(&cli, workers);
+        assert_eq!(resized["node_count"].to_string(), workers, "{point}");
         assert_eq!(
             capi.patches_sent(&stack),
             before + 3,
