@@ -89,58 +89,60 @@ impl Batch {
     }
 
     /// Writes `changes` to the cluster `uuid`.
-    pub fn cluster(mut self, uuid: &str, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
-        let changes: Vec<ClusterSet> = changes.into_iter().collect();
-        self.steps.push(Step::UpdateCluster {
-            uuid: uuid.to_string(),
-            changes: cluster_columns(&changes),
-            unless_deleting: false,
-        });
-        self
+    pub fn cluster(self, uuid: &str, changes: impl IntoIterator<Item = ClusterSet>) -> Self {
+        self.update_cluster(uuid, changes, false)
     }
 
     /// Writes `changes` to the cluster `uuid` unless it is being deleted (an outcome of
     /// other work must not overwrite `DELETE_IN_PROGRESS`).
     pub fn cluster_unless_deleting(
+        self,
+        uuid: &str,
+        changes: impl IntoIterator<Item = ClusterSet>,
+    ) -> Self {
+        self.update_cluster(uuid, changes, true)
+    }
+
+    /// Writes `changes` to the nodegroup `uuid`.
+    pub fn nodegroup(self, uuid: &str, changes: impl IntoIterator<Item = NodeGroupSet>) -> Self {
+        self.update_nodegroup(uuid, changes, false)
+    }
+
+    /// Writes `changes` to the nodegroup `uuid` unless it is being deleted.
+    pub fn nodegroup_unless_deleting(
+        self,
+        uuid: &str,
+        changes: impl IntoIterator<Item = NodeGroupSet>,
+    ) -> Self {
+        self.update_nodegroup(uuid, changes, true)
+    }
+
+    fn update_cluster(
         mut self,
         uuid: &str,
         changes: impl IntoIterator<Item = ClusterSet>,
+        unless_deleting: bool,
     ) -> Self {
         let changes: Vec<ClusterSet> = changes.into_iter().collect();
         self.steps.push(Step::UpdateCluster {
             uuid: uuid.to_string(),
             changes: cluster_columns(&changes),
-            unless_deleting: true,
+            unless_deleting,
         });
         self
     }
 
-    /// Writes `changes` to the nodegroup `uuid`.
-    pub fn nodegroup(
+    fn update_nodegroup(
         mut self,
         uuid: &str,
         changes: impl IntoIterator<Item = NodeGroupSet>,
+        unless_deleting: bool,
     ) -> Self {
         let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
         self.steps.push(Step::UpdateNodeGroup {
             uuid: uuid.to_string(),
             changes: nodegroup_columns(&changes),
-            unless_deleting: false,
-        });
-        self
-    }
-
-    /// Writes `changes` to the nodegroup `uuid` unless it is being deleted.
-    pub fn nodegroup_unless_deleting(
-        mut self,
-        uuid: &str,
-        changes: impl IntoIterator<Item = NodeGroupSet>,
-    ) -> Self {
-        let changes: Vec<NodeGroupSet> = changes.into_iter().collect();
-        self.steps.push(Step::UpdateNodeGroup {
-            uuid: uuid.to_string(),
-            changes: nodegroup_columns(&changes),
-            unless_deleting: true,
+            unless_deleting,
         });
         self
     }

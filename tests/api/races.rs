@@ -275,6 +275,54 @@ async fn a_template_delete_racing_cluster_creates_leaves_no_cluster_on_a_missing
     }
 }
 
+/// A request sent by a task of its own: method, path and body.
+type Request = (&'static str, String, Option<Value>);
+
+/// One round of `others` racing a DELETE of cluster `uuid`, with the worker beside them:
+/// each of the others answers as a request on a cluster being deleted may (202, 204, 404,
+/// 400: never 5xx, never an overwrite), the DELETE 204; until the cluster is gone it shows
+/// the accepted delete; once settled it is gone, the invariants hold and no operation of it
+/// failed.
+async fn race_a_cluster_delete(app: &Arc<TestApp>, uuid: &str, others: Vec<Request>, round: usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = worker_beside(app, &stop);
+    let others: Vec<_> = others
+        .into_iter()
+        .map(|(method, path, body)| spawn_send(app, method, path, As::member(), body))
+        .collect();
+    let delete = spawn_send(
+        app,
+        "DELETE",
+        format!("/v1/clusters/{uuid}"),
+        As::member(),
+        None,
+    );
+    for t in others {
+        let (status, body) = t.await.expect("task");
+        assert!(
+            matches!(
+                status,
+                StatusCode::ACCEPTED
+                    | StatusCode::NO_CONTENT
+                    | StatusCode::NOT_FOUND
+                    | StatusCode::BAD_REQUEST
+            ),
+            "round {round}: {status}: {body}"
+        );
+    }
+    let (deleted, body) = delete.await.expect("task");
+    assert_eq!(deleted, StatusCode::NO_CONTENT, "round {round}: {body}");
+    // The accepted delete is what the cluster shows until it is gone.
+    let shown = cluster_status(app, uuid).await;
+    assert!(
+        shown.is_none() || shown.as_deref() == Some("DELETE_IN_PROGRESS"),
+        "round {round}: {shown:?}"
+    );
+    settle(app, &stop, worker).await;
+    assert_eq!(cluster_status(app, uuid).await, None, "round {round}");
+    assert_eq!(failed_operations(app, uuid).await, 0, "round {round}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_nodegroup_create_racing_a_cluster_delete_leaves_no_orphan_and_no_overwrite() {
     let app = app_with_quota(1000).await;
@@ -283,40 +331,12 @@ async fn a_nodegroup_create_racing_a_cluster_delete_leaves_no_orphan_and_no_over
         let uuid = app
             .cluster(&format!("c{round}"), "capi", 1, 1, &As::member())
             .await;
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = worker_beside(&app, &stop);
-        let create = spawn_send(
-            &app,
+        let create = (
             "POST",
             format!("/v1/clusters/{uuid}/nodegroups"),
-            As::member(),
             Some(json!({"name": "extra"})),
         );
-        let delete = spawn_send(
-            &app,
-            "DELETE",
-            format!("/v1/clusters/{uuid}"),
-            As::member(),
-            None,
-        );
-        let (created, body) = create.await.expect("task");
-        assert!(
-            matches!(
-                created,
-                StatusCode::ACCEPTED | StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
-            ),
-            "{created}: {body}"
-        );
-        let (deleted, body) = delete.await.expect("task");
-        assert_eq!(deleted, StatusCode::NO_CONTENT, "{body}");
-        // The accepted delete is what the cluster shows until it is gone.
-        let shown = cluster_status(&app, &uuid).await;
-        assert!(
-            shown.is_none() || shown.as_deref() == Some("DELETE_IN_PROGRESS"),
-            "round {round}: {shown:?}"
-        );
-        settle(&app, &stop, worker).await;
-        assert_eq!(cluster_status(&app, &uuid).await, None, "round {round}");
+        race_a_cluster_delete(&app, &uuid, vec![create], round).await;
     }
 }
 
@@ -329,39 +349,12 @@ async fn an_upgrade_racing_a_cluster_delete_never_overwrites_the_delete() {
         let uuid = app
             .cluster(&format!("c{round}"), "capi", 1, 1, &As::member())
             .await;
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = worker_beside(&app, &stop);
-        let upgrade = spawn_send(
-            &app,
+        let upgrade = (
             "POST",
             format!("/v1/clusters/{uuid}/actions/upgrade"),
-            As::member(),
             Some(json!({"cluster_template": "capi-next"})),
         );
-        let delete = spawn_send(
-            &app,
-            "DELETE",
-            format!("/v1/clusters/{uuid}"),
-            As::member(),
-            None,
-        );
-        let (upgraded, body) = upgrade.await.expect("task");
-        assert!(
-            matches!(
-                upgraded,
-                StatusCode::ACCEPTED | StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
-            ),
-            "{upgraded}: {body}"
-        );
-        let (deleted, body) = delete.await.expect("task");
-        assert_eq!(deleted, StatusCode::NO_CONTENT, "{body}");
-        let shown = cluster_status(&app, &uuid).await;
-        assert!(
-            shown.is_none() || shown.as_deref() == Some("DELETE_IN_PROGRESS"),
-            "round {round}: {shown:?}"
-        );
-        settle(&app, &stop, worker).await;
-        assert_eq!(cluster_status(&app, &uuid).await, None, "round {round}");
+        race_a_cluster_delete(&app, &uuid, vec![upgrade], round).await;
     }
 }
 
@@ -373,45 +366,16 @@ async fn a_resize_racing_a_cluster_delete_never_overwrites_the_delete() {
         let uuid = app
             .cluster(&format!("c{round}"), "capi", 1, 1, &As::member())
             .await;
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = worker_beside(&app, &stop);
-        let resizes: Vec<_> = (2..5)
+        let resizes = (2..5)
             .map(|n| {
-                spawn_send(
-                    &app,
+                (
                     "POST",
                     format!("/v1/clusters/{uuid}/actions/resize"),
-                    As::member(),
                     Some(json!({"node_count": n})),
                 )
             })
             .collect();
-        let delete = spawn_send(
-            &app,
-            "DELETE",
-            format!("/v1/clusters/{uuid}"),
-            As::member(),
-            None,
-        );
-        for r in resizes {
-            let (status, body) = r.await.expect("task");
-            assert!(
-                matches!(
-                    status,
-                    StatusCode::ACCEPTED | StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
-                ),
-                "{status}: {body}"
-            );
-        }
-        let (deleted, body) = delete.await.expect("task");
-        assert_eq!(deleted, StatusCode::NO_CONTENT, "{body}");
-        let shown = cluster_status(&app, &uuid).await;
-        assert!(
-            shown.is_none() || shown.as_deref() == Some("DELETE_IN_PROGRESS"),
-            "round {round}: {shown:?}"
-        );
-        settle(&app, &stop, worker).await;
-        assert_eq!(cluster_status(&app, &uuid).await, None, "round {round}");
+        race_a_cluster_delete(&app, &uuid, resizes, round).await;
     }
 }
 
@@ -463,37 +427,12 @@ async fn a_nodegroup_delete_racing_a_cluster_delete_fails_nothing() {
     app.template("capi", "ubuntu", &As::member()).await;
     for round in 0..10 {
         let uuid = cluster_with_extra(&app, &format!("c{round}")).await;
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = worker_beside(&app, &stop);
-        let ng_delete = spawn_send(
-            &app,
+        let ng_delete = (
             "DELETE",
             format!("/v1/clusters/{uuid}/nodegroups/extra"),
-            As::member(),
             None,
         );
-        let delete = spawn_send(
-            &app,
-            "DELETE",
-            format!("/v1/clusters/{uuid}"),
-            As::member(),
-            None,
-        );
-        let (status, body) = ng_delete.await.expect("task");
-        assert!(
-            matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_FOUND),
-            "{status}: {body}"
-        );
-        let (deleted, body) = delete.await.expect("task");
-        assert_eq!(deleted, StatusCode::NO_CONTENT, "{body}");
-        let shown = cluster_status(&app, &uuid).await;
-        assert!(
-            shown.is_none() || shown.as_deref() == Some("DELETE_IN_PROGRESS"),
-            "round {round}: {shown:?}"
-        );
-        settle(&app, &stop, worker).await;
-        assert_eq!(cluster_status(&app, &uuid).await, None, "round {round}");
-        assert_eq!(failed_operations(&app, &uuid).await, 0, "round {round}");
+        race_a_cluster_delete(&app, &uuid, vec![ng_delete], round).await;
     }
 }
 

@@ -11,135 +11,46 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::http::StatusCode;
 use serde_json::json;
 use sqlx::Row as _;
 
+use common::scripted_driver::ScriptedDriver;
 use common::{spawn_app_with, As, TestApp};
 use magnum_rs::config::Config;
-use magnum_rs::drivers::{
-    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, DriverRegistry,
-    Lifecycle, Progress, ResizeRequest, Triple,
-};
-use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
+use magnum_rs::drivers::{DriverError, DriverRegistry, Progress};
 use magnum_rs::operations::OperationsHandle;
 use magnum_rs::policy::Policy;
 use magnum_rs::state::AppState;
 use magnum_rs::store::Store;
 
-/// A driver whose management cluster is unreachable for its first `failures` resize calls.
-struct Unreachable {
-    provides: Vec<Triple>,
-    failures: usize,
-    resizes: AtomicUsize,
-}
-
-impl Allows for Unreachable {}
-impl Certificates for Unreachable {}
-
-#[async_trait]
-impl Lifecycle for Unreachable {
-    async fn create_cluster(
-        &self,
-        cluster: &Cluster,
-        _template: &ClusterTemplate,
-        _nodegroups: &[NodeGroup],
-    ) -> Result<CreateOutcome, DriverError> {
-        Ok(CreateOutcome {
-            wait: None,
-            stack_id: Some(format!("flaky-{}", &cluster.uuid[..8])),
-            api_address: Some("https://flaky.invalid:6443".into()),
-            coe_version: None,
-        })
-    }
-
-    async fn delete_cluster(&self, _cluster: &Cluster) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn resize(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-        _request: &ResizeRequest,
-    ) -> Result<Progress, DriverError> {
-        let n = self.resizes.fetch_add(1, Ordering::SeqCst);
-        if n < self.failures {
-            return Err(DriverError::transient(
-                "management cluster unreachable: connection refused",
-            ));
-        }
-        Ok(Progress::Complete)
-    }
-
-    async fn upgrade(
-        &self,
-        _cluster: &Cluster,
-        _template: &ClusterTemplate,
-        _nodegroup: &NodeGroup,
-        _max_batch_size: i64,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn create_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn update_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn delete_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-}
-
-impl Background for Unreachable {
-    fn progress_deadline(&self) -> Duration {
-        Duration::from_secs(60)
-    }
-}
-
-impl Driver for Unreachable {
-    fn name(&self) -> &str {
-        "unreachable"
-    }
-
-    fn provides(&self) -> &[Triple] {
-        &self.provides
-    }
-}
-
-fn registry(driver: Arc<Unreachable>) -> DriverRegistry {
+fn registry(driver: Arc<ScriptedDriver>) -> DriverRegistry {
     let mut registry = DriverRegistry::default();
     registry.register(driver, &[]);
     registry
 }
 
-fn unreachable_for(failures: usize) -> Arc<Unreachable> {
-    Arc::new(Unreachable {
-        provides: vec![Triple::new("vm", "flaky-os", "kubernetes")],
-        failures,
-        resizes: AtomicUsize::new(0),
-    })
+/// A driver whose management cluster is unreachable for its first `failures` resize calls,
+/// with a progress deadline of 60 s; and the count of its resize calls.
+fn unreachable_for(failures: usize) -> (Arc<ScriptedDriver>, Arc<AtomicUsize>) {
+    let resizes = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::clone(&resizes);
+    let driver = ScriptedDriver::new("unreachable", "flaky-os")
+        .progress_deadline(Duration::from_secs(60))
+        .resize(move |_| {
+            if calls.fetch_add(1, Ordering::SeqCst) < failures {
+                Err(DriverError::transient(
+                    "management cluster unreachable: connection refused",
+                ))
+            } else {
+                Ok(Progress::Complete)
+            }
+        });
+    (Arc::new(driver), resizes)
 }
 
 /// An app with the flaky driver, a cluster of it, and a resize of its worker to 4 accepted.
-async fn resized(driver: Arc<Unreachable>) -> (TestApp, String) {
+async fn resized(driver: Arc<ScriptedDriver>) -> (TestApp, String) {
     let app = spawn_app_with(Config::default(), Some(registry(driver))).await;
     app.template("flaky", "flaky-os", &As::member()).await;
     let uuid = app.cluster("flaky", "flaky", 1, 2, &As::member()).await;
@@ -205,8 +116,8 @@ async fn worker_status(app: &TestApp, uuid: &str) -> (String, i64) {
 
 #[tokio::test]
 async fn a_passing_failure_is_retried_at_its_stored_time_and_the_resize_completes() {
-    let driver = unreachable_for(2);
-    let (app, uuid) = resized(Arc::clone(&driver)).await;
+    let (driver, resizes) = unreachable_for(2);
+    let (app, uuid) = resized(driver).await;
 
     app.run_operations().await;
     let (state, attempts, later, since, error) = resize_row(&app).await;
@@ -220,7 +131,7 @@ async fn a_passing_failure_is_retried_at_its_stored_time_and_the_resize_complete
     );
     // Not due yet: the worker leaves it alone.
     app.run_operations().await;
-    assert_eq!(driver.resizes.load(Ordering::SeqCst), 1);
+    assert_eq!(resizes.load(Ordering::SeqCst), 1);
     assert_eq!(
         worker_status(&app, &uuid).await,
         ("UPDATE_IN_PROGRESS".into(), 4)
@@ -228,11 +139,11 @@ async fn a_passing_failure_is_retried_at_its_stored_time_and_the_resize_complete
 
     make_due(&app).await;
     app.run_operations().await;
-    assert_eq!(driver.resizes.load(Ordering::SeqCst), 2);
+    assert_eq!(resizes.load(Ordering::SeqCst), 2);
     assert_eq!(resize_row(&app).await.0, "pending");
     make_due(&app).await;
     app.run_operations().await;
-    assert_eq!(driver.resizes.load(Ordering::SeqCst), 3);
+    assert_eq!(resizes.load(Ordering::SeqCst), 3);
     assert_eq!(resize_row(&app).await.0, "done");
     assert_eq!(
         worker_status(&app, &uuid).await,
@@ -244,12 +155,12 @@ async fn a_passing_failure_is_retried_at_its_stored_time_and_the_resize_complete
 /// retry is not run before its time, and is run then.
 #[tokio::test]
 async fn a_restart_keeps_the_retry_schedule() {
-    let first = unreachable_for(1);
-    let (app, uuid) = resized(Arc::clone(&first)).await;
+    let (first, first_resizes) = unreachable_for(1);
+    let (app, uuid) = resized(first).await;
     app.run_operations().await;
-    assert_eq!(first.resizes.load(Ordering::SeqCst), 1);
+    assert_eq!(first_resizes.load(Ordering::SeqCst), 1);
 
-    let second = unreachable_for(0);
+    let (second, second_resizes) = unreachable_for(0);
     let config = Config {
         database_url: app.db.url.clone(),
         ..Config::default()
@@ -259,14 +170,14 @@ async fn a_restart_keeps_the_retry_schedule() {
         config,
         store,
         Policy::magnum_defaults(),
-        registry(Arc::clone(&second)),
+        registry(second),
         OperationsHandle::default(),
     );
     magnum_rs::operations::run_pending(&restarted.conductor)
         .await
         .expect("pass");
     assert_eq!(
-        second.resizes.load(Ordering::SeqCst),
+        second_resizes.load(Ordering::SeqCst),
         0,
         "ran before its time"
     );
@@ -274,7 +185,7 @@ async fn a_restart_keeps_the_retry_schedule() {
     magnum_rs::operations::run_pending(&restarted.conductor)
         .await
         .expect("pass");
-    assert_eq!(second.resizes.load(Ordering::SeqCst), 1);
+    assert_eq!(second_resizes.load(Ordering::SeqCst), 1);
     assert_eq!(
         worker_status(&app, &uuid).await,
         ("UPDATE_COMPLETE".into(), 4)
@@ -285,8 +196,8 @@ async fn a_restart_keeps_the_retry_schedule() {
 /// run) ends the retries: UPDATE_FAILED with the last reason, the previous count back.
 #[tokio::test]
 async fn retries_end_at_the_progress_deadline_with_the_last_reason() {
-    let driver = unreachable_for(usize::MAX);
-    let (app, uuid) = resized(Arc::clone(&driver)).await;
+    let (driver, _) = unreachable_for(usize::MAX);
+    let (app, uuid) = resized(driver).await;
     app.run_operations().await;
     assert_eq!(resize_row(&app).await.0, "pending");
     let mut conn = app.state.store.side_connection().await.expect("side");

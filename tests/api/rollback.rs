@@ -11,69 +11,32 @@ use crate::common;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use axum::http::StatusCode;
 use serde_json::json;
 use sqlx::Row as _;
 
+use common::scripted_driver::ScriptedDriver;
 use common::{spawn_app_with, As, TestApp};
 use magnum_rs::config::Config;
-use magnum_rs::drivers::{
-    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, DriverRegistry, InFlight,
-    Lifecycle, Progress, ResizeRequest, Triple, Verdict, WaitOn,
-};
-use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
+use magnum_rs::drivers::{DriverError, DriverRegistry, InFlight, Progress, Verdict, WaitOn};
 
 const REFUSED: i64 = 4;
 const WEBHOOK: &str = "admission webhook denied the request: replicas cannot be 4";
 
 /// The backend of one worker nodegroup: the count its spec asks for, and the counts the
 /// driver was asked to set, in order.
+#[derive(Default)]
 struct Backend {
-    provides: Vec<Triple>,
     asked: AtomicI64,
     calls: Mutex<Vec<i64>>,
-    /// The backend's API server refuses a change back to this count.
-    refuse_back_to: Option<i64>,
 }
 
-impl Allows for Backend {}
-impl Certificates for Backend {}
-
-#[async_trait]
-impl Lifecycle for Backend {
-    async fn create_cluster(
-        &self,
-        cluster: &Cluster,
-        _template: &ClusterTemplate,
-        nodegroups: &[NodeGroup],
-    ) -> Result<CreateOutcome, DriverError> {
-        let workers = nodegroups
-            .iter()
-            .find(|n| !n.is_master())
-            .map_or(1, |n| n.node_count);
-        self.asked.store(workers, Ordering::SeqCst);
-        Ok(CreateOutcome {
-            wait: None,
-            stack_id: Some(format!("back-{}", &cluster.uuid[..8])),
-            api_address: Some("https://back.invalid:6443".into()),
-            coe_version: None,
-        })
-    }
-
-    async fn delete_cluster(&self, _cluster: &Cluster) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn resize(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-        request: &ResizeRequest,
-    ) -> Result<Progress, DriverError> {
-        let n = request.node_count;
+impl Backend {
+    /// Takes any count but, when `refuse_back_to` is set, a change back to that count from
+    /// the refused one (its API server rejects it).
+    fn resize(&self, n: i64, refuse_back_to: Option<i64>) -> Result<Progress, DriverError> {
         self.calls.lock().expect("lock").push(n);
-        if self.refuse_back_to == Some(n) && self.asked.load(Ordering::SeqCst) == REFUSED {
+        if refuse_back_to == Some(n) && self.asked.load(Ordering::SeqCst) == REFUSED {
             return Err(DriverError::rejected(
                 "the API server refused the change back",
             ));
@@ -85,59 +48,16 @@ impl Lifecycle for Backend {
         }))
     }
 
-    async fn upgrade(
-        &self,
-        _cluster: &Cluster,
-        _template: &ClusterTemplate,
-        _nodegroup: &NodeGroup,
-        _max_batch_size: i64,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn create_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn update_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn delete_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn asked_count(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Option<i64>, DriverError> {
-        Ok(Some(self.asked.load(Ordering::SeqCst)))
-    }
-}
-
-impl Background for Backend {
-    /// The backend reaches whatever its spec asks for, but the refused count.
+    /// Reaches whatever its spec asks for, but the refused count.
     fn observe(&self, op: &InFlight<'_>) -> Verdict {
-        if self.asked.load(Ordering::SeqCst) == REFUSED {
+        let asked = self.asked.load(Ordering::SeqCst);
+        if asked == REFUSED {
             return Verdict::Failed {
                 reason: WEBHOOK.into(),
             };
         }
         match op.target_count {
-            Some(n) if n == self.asked.load(Ordering::SeqCst) => Verdict::Complete,
+            Some(n) if n == asked => Verdict::Complete,
             _ => Verdict::InProgress {
                 reason: Some("scaling".into()),
                 marker: "m".into(),
@@ -146,32 +66,32 @@ impl Background for Backend {
     }
 }
 
-impl Driver for Backend {
-    fn name(&self) -> &str {
-        "backend"
-    }
-
-    fn provides(&self) -> &[Triple] {
-        &self.provides
-    }
-}
-
-async fn app_on(backend: Arc<Backend>) -> (TestApp, String) {
+/// An app whose driver plays `b` (refusing a change back to `refuse_back_to`), and a cluster
+/// with 3 workers on it.
+async fn app_on(b: Arc<Backend>, refuse_back_to: Option<i64>) -> (TestApp, String) {
+    let (created, resized, observed, asked) = (
+        Arc::clone(&b),
+        Arc::clone(&b),
+        Arc::clone(&b),
+        Arc::clone(&b),
+    );
+    let driver = ScriptedDriver::new("back", "back-os")
+        .on_create(move |ngs| {
+            let workers = ngs
+                .iter()
+                .find(|n| !n.is_master())
+                .map_or(1, |n| n.node_count);
+            created.asked.store(workers, Ordering::SeqCst);
+        })
+        .resize(move |r| resized.resize(r.node_count, refuse_back_to))
+        .observe(move |op| observed.observe(op))
+        .asked_count(move || Some(asked.asked.load(Ordering::SeqCst)));
     let mut registry = DriverRegistry::default();
-    registry.register(backend, &[]);
+    registry.register(Arc::new(driver), &[]);
     let app = spawn_app_with(Config::default(), Some(registry)).await;
     app.template("back", "back-os", &As::member()).await;
     let uuid = app.cluster("back", "back", 1, 3, &As::member()).await;
     (app, uuid)
-}
-
-fn backend(refuse_back_to: Option<i64>) -> Arc<Backend> {
-    Arc::new(Backend {
-        provides: vec![Triple::new("vm", "back-os", "kubernetes")],
-        asked: AtomicI64::new(0),
-        calls: Mutex::new(Vec::new()),
-        refuse_back_to,
-    })
 }
 
 async fn resize(app: &TestApp, uuid: &str, n: i64) {
@@ -203,8 +123,8 @@ async fn operations(app: &TestApp) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_refused_size_is_rolled_back_and_the_next_resize_completes() {
-    let b = backend(None);
-    let (app, uuid) = app_on(Arc::clone(&b)).await;
+    let b = Arc::new(Backend::default());
+    let (app, uuid) = app_on(Arc::clone(&b), None).await;
 
     resize(&app, &uuid, REFUSED).await;
     drain(&app).await;
@@ -244,8 +164,8 @@ async fn a_refused_size_is_rolled_back_and_the_next_resize_completes() {
 /// the count the backend is asked for (the failed one), not the restored one it never took.
 #[tokio::test]
 async fn a_refused_roll_back_shows_the_count_the_backend_is_asked_for() {
-    let b = backend(Some(3));
-    let (app, uuid) = app_on(Arc::clone(&b)).await;
+    let b = Arc::new(Backend::default());
+    let (app, uuid) = app_on(Arc::clone(&b), Some(3)).await;
     resize(&app, &uuid, REFUSED).await;
     drain(&app).await;
     let ng = app.nodegroup(&uuid, "default-worker").await;
@@ -266,8 +186,8 @@ async fn a_refused_roll_back_shows_the_count_the_backend_is_asked_for() {
 /// backend moves to.
 #[tokio::test]
 async fn a_new_resize_supersedes_a_pending_roll_back() {
-    let b = backend(None);
-    let (app, uuid) = app_on(Arc::clone(&b)).await;
+    let b = Arc::new(Backend::default());
+    let (app, uuid) = app_on(Arc::clone(&b), None).await;
     resize(&app, &uuid, REFUSED).await;
     // The failure and its roll-back recorded, the roll-back not run yet.
     app.run_operations().await;

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod invariants;
 pub mod raw_http;
+pub mod scripted_driver;
 pub mod server;
 
 use axum::body::Body;
