@@ -10,18 +10,14 @@ use crate::common;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use common::scripted_driver::ScriptedDriver;
 use common::{spawn_app, spawn_app_with, As, Reply, TestApp, LATEST};
 use magnum_rs::config::Config;
 use magnum_rs::drivers::record_only::{Call, RecordOnlyDriver};
-use magnum_rs::drivers::{
-    Allows, Background, BaseDriverAllows, Certificates, ClusterApiAllows, CreateOutcome, Driver,
-    DriverError, DriverRegistry, Lifecycle, Progress, ResizeRequest, Triple,
-};
-use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
+use magnum_rs::drivers::{BaseDriverAllows, ClusterApiAllows, DriverError, DriverRegistry};
 use magnum_rs::operations::OperationsHandle;
 use magnum_rs::policy::Policy;
 use magnum_rs::state::AppState;
@@ -1534,99 +1530,14 @@ async fn a_template_naming_an_unknown_driver_cannot_resize_its_control_plane() {
 
 const QUOTA_REASON: &str = "quota exceeded in the backend";
 
-/// Creates clusters, refuses every resize.
-struct QuotaExceededDriver {
-    provides: Vec<Triple>,
-}
-
-impl Allows for QuotaExceededDriver {}
-impl Certificates for QuotaExceededDriver {}
-impl Background for QuotaExceededDriver {}
-
-#[async_trait]
-impl Lifecycle for QuotaExceededDriver {
-    async fn create_cluster(
-        &self,
-        cluster: &Cluster,
-        _template: &ClusterTemplate,
-        _nodegroups: &[NodeGroup],
-    ) -> Result<CreateOutcome, DriverError> {
-        Ok(CreateOutcome {
-            wait: None,
-            stack_id: Some(format!("quota-{}", &cluster.uuid[..8])),
-            api_address: Some("https://quota.invalid:6443".into()),
-            coe_version: None,
-        })
-    }
-
-    async fn delete_cluster(&self, _cluster: &Cluster) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn resize(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-        _request: &ResizeRequest,
-    ) -> Result<Progress, DriverError> {
-        Err(DriverError::Rejected(QUOTA_REASON.into()))
-    }
-
-    async fn upgrade(
-        &self,
-        _cluster: &Cluster,
-        _template: &ClusterTemplate,
-        _nodegroup: &NodeGroup,
-        _max_batch_size: i64,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn create_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn update_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-
-    async fn delete_nodegroup(
-        &self,
-        _cluster: &Cluster,
-        _nodegroup: &NodeGroup,
-    ) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
-    }
-}
-
-impl Driver for QuotaExceededDriver {
-    fn name(&self) -> &str {
-        "quota-exceeded"
-    }
-
-    fn provides(&self) -> &[Triple] {
-        &self.provides
-    }
-}
-
 #[tokio::test]
 async fn a_resize_the_driver_rejects_fails_the_cluster_and_restores_the_count() {
     let config = Config::default();
     let (mut registry, _rec) = recording_registry(&config);
-    registry.register(
-        Arc::new(QuotaExceededDriver {
-            provides: vec![Triple::new("vm", "quota-os", "kubernetes")],
-        }),
-        &[],
-    );
+    // Creates clusters, refuses every resize.
+    let quota_exceeded = ScriptedDriver::new("quota-exceeded", "quota-os")
+        .resize(|_| Err(DriverError::Rejected(QUOTA_REASON.into())));
+    registry.register(Arc::new(quota_exceeded), &[]);
     let app = spawn_app_with(config, Some(registry)).await;
     let t = app.template("quota", "quota-os", &As::member()).await;
     assert_eq!(t["driver"], "quota-exceeded");

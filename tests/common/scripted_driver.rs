@@ -16,6 +16,7 @@ use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 
 type ResizeFn = dyn Fn(&ResizeRequest) -> Result<Progress, DriverError> + Send + Sync;
 type ObserveFn = dyn Fn(&InFlight<'_>) -> Verdict + Send + Sync;
+type OnCreateFn = dyn Fn(&[NodeGroup]) + Send + Sync;
 
 pub struct ScriptedDriver {
     name: &'static str,
@@ -23,7 +24,7 @@ pub struct ScriptedDriver {
     resize: Box<ResizeFn>,
     observe: Box<ObserveFn>,
     asked_count: Box<dyn Fn() -> Option<i64> + Send + Sync>,
-    on_create: Box<dyn Fn(&[NodeGroup]) + Send + Sync>,
+    on_create: Box<OnCreateFn>,
     progress_deadline: Duration,
 }
 
