@@ -1747,7 +1747,7 @@ async fn summary_list_counts_only_the_exact_master_role_as_masters() {
     let mut side = app.state.store.side_connection().await.expect("connection");
     for (name, role) in [("upper", "Master"), ("padded", "master ")] {
         let id = ng_uuid(&app, &f.k8s, name).await;
-        sqlx::query("UPDATE nodegroup SET role = ? WHERE id = ?")
+        sqlx::query("UPDATE nodegroup SET role = ? WHERE uuid = ?")
             .bind(role)
             .bind(id)
             .execute(&mut side)
