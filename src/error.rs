@@ -221,6 +221,13 @@ impl From<anyhow::Error> for ApiError {
 
 impl ApiError {
     /// What the HTTP framework refused by itself, with its status and (trimmed) text.
+    /// `_check_cluster_quota_limit`'s refusal: the project owns `limit` clusters already.
+    pub fn cluster_quota_reached(limit: i64) -> Self {
+        ApiError::ResourceLimitExceeded(format!(
+            "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."
+        ))
+    }
+
     pub fn rejected(status: StatusCode, text: impl AsRef<str>) -> Self {
         ApiError::Rejected {
             status,

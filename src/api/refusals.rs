@@ -41,9 +41,7 @@ impl Refusing<'_> {
             Refused::NodeGroupStatus(s) => {
                 ApiError::NotSupported(format!("{verb} a nodegroup when status is \"{s}\""))
             }
-            Refused::QuotaReached { limit } => ApiError::ResourceLimitExceeded(format!(
-                "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."
-            )),
+            Refused::QuotaReached { limit } => ApiError::cluster_quota_reached(limit),
             // A request records operations; it never moves one.
             Refused::OperationMoved => {
                 ApiError::Internal(anyhow::anyhow!("a request's write moved an operation"))

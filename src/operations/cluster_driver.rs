@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::conductor::ConductorParts;
 use crate::drivers::{Driver, Refusal};
-use crate::model::Cluster;
+use crate::model::{Cluster, ClusterTemplate};
 
 /// Why a cluster has no driver. Each caller answers it in its own terms: the API as
 /// Magnum's errors, the worker as the reason an operation fails, the reconciler by leaving
@@ -41,5 +41,25 @@ impl ConductorParts {
             .drivers
             .for_template(&selector)
             .map_err(NoDriver::Unsupported))
+    }
+
+    /// [`ConductorParts::driver_of`] with the whole template read once (a cluster create
+    /// hands it to the driver), the driver chosen from it the same way.
+    pub async fn driver_and_template_of(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<Result<(Arc<dyn Driver>, ClusterTemplate), NoDriver>, sqlx::Error> {
+        let template_id = cluster.cluster_template_id.as_deref().unwrap_or_default();
+        let template = match &cluster.cluster_template_id {
+            Some(id) => self.store.template_by_uuid(id).await?,
+            None => None,
+        };
+        let Some(template) = template else {
+            return Ok(Err(NoDriver::TemplateGone(template_id.to_string())));
+        };
+        Ok(match self.drivers.for_template(&template) {
+            Ok(d) => Ok((d, template)),
+            Err(r) => Err(NoDriver::Unsupported(r)),
+        })
     }
 }

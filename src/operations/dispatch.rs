@@ -57,20 +57,19 @@ pub async fn load(
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
         return Ok(Err(LoadError::ClusterGone(op.cluster_uuid.clone())));
     };
-    let driver = match state.driver_of(&cluster).await? {
-        Ok(d) => d,
+    // Only a cluster create hands the template itself to the driver: read once for both.
+    let chosen = if op.kind() == OpKind::CreateCluster {
+        state
+            .driver_and_template_of(&cluster)
+            .await?
+            .map(|(d, t)| (d, Some(t)))
+    } else {
+        state.driver_of(&cluster).await?.map(|d| (d, None))
+    };
+    let (driver, template) = match chosen {
+        Ok(chosen) => chosen,
         Err(NoDriver::TemplateGone(id)) => return Ok(Err(LoadError::TemplateGone(id))),
         Err(NoDriver::Unsupported(r)) => return Ok(Err(LoadError::NoDriver(r.to_string()))),
-    };
-    // Only a cluster create hands the template itself to the driver.
-    let template = match &cluster.cluster_template_id {
-        Some(id) if op.kind() == OpKind::CreateCluster => {
-            match state.store.template_by_uuid(id).await? {
-                Some(t) => Some(t),
-                None => return Ok(Err(LoadError::TemplateGone(id.clone()))),
-            }
-        }
-        _ => None,
     };
     let nodegroup = match &op.nodegroup_uuid {
         Some(uuid) => match state.store.nodegroup_by_uuid(uuid).await? {

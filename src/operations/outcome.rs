@@ -83,21 +83,14 @@ async fn start_waiting(
     Ok(Next::Waiting)
 }
 
-/// The `kube_tag` label of the template an upgrade moves to.
-pub async fn kube_tag(state: &Conductor, op: &Operation) -> Result<Option<String>, sqlx::Error> {
-    let Some(t) = op.payload.upgrade_template() else {
-        return Ok(None);
-    };
-    Ok(state
-        .store
-        .template_by_uuid(t)
-        .await?
-        .and_then(|t| t.labels)
-        .and_then(|l| {
-            l.get("kube_tag")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        }))
+/// The `kube_tag` label of the template an upgrade moves to (loaded with the subject).
+pub fn kube_tag(s: &Subject) -> Option<String> {
+    s.upgrade_to
+        .as_ref()
+        .and_then(|t| t.labels.as_ref())
+        .and_then(|l| l.get("kube_tag"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// The guarded batch every outcome of `op` starts from: its cluster, locked.
@@ -178,7 +171,7 @@ pub async fn finish(
             if let (Some(ng), Some(ng_status)) = (&s.nodegroup, ends.nodegroup) {
                 let mut ch = NodeGroupSet::status(ng_status).to_vec();
                 if kind == OpKind::Upgrade {
-                    ch.push(NodeGroupSet::Version(kube_tag(state, op).await?));
+                    ch.push(NodeGroupSet::Version(kube_tag(s)));
                 }
                 batch = batch.nodegroup_unless_deleting(&ng.uuid, ch);
             }
@@ -187,7 +180,7 @@ pub async fn finish(
                 if let Some(t) = op.payload.upgrade_template() {
                     ch.push(ClusterSet::ClusterTemplateId(t.to_string()));
                 }
-                if let Some(tag) = kube_tag(state, op).await? {
+                if let Some(tag) = kube_tag(s) {
                     ch.push(ClusterSet::CoeVersion(Some(tag)));
                 }
             }

@@ -214,7 +214,7 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
         }
     };
     let target_version = match op.kind() {
-        OpKind::Upgrade => outcome::kube_tag(state, op).await?,
+        OpKind::Upgrade => outcome::kube_tag(&subject),
         _ => None,
     };
     let verdict = subject

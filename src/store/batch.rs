@@ -172,8 +172,9 @@ impl Batch {
         self
     }
 
-    /// A resize's new count of the nodegroup `uuid`; the replaced count is read under the
-    /// lock and becomes the `old_count` of the batch's operation (and of [`Committed`]).
+    /// A resize's new count of the nodegroup `uuid`; the replaced count (as a guard locked it,
+    /// before this batch's steps, or read then) becomes the `old_count` of the batch's
+    /// operation (and of [`Committed`]).
     pub fn set_count(mut self, nodegroup_uuid: &str, count: i64) -> Self {
         self.steps.push(Step::SetCount {
             nodegroup_uuid: nodegroup_uuid.to_string(),
@@ -313,10 +314,13 @@ impl Store {
 
     async fn commit_once(&self, batch: &Batch) -> Result<Result<Committed, Refused>, sqlx::Error> {
         let mut tx = self.begin().await?;
-        if let Err(refused) = guard::check(&mut tx, self.dialect(), &batch.guards).await? {
-            tx.rollback().await?;
-            return Ok(Err(refused));
-        }
+        let locked = match guard::check(&mut tx, self.dialect(), &batch.guards).await? {
+            Ok(locked) => locked,
+            Err(refused) => {
+                tx.rollback().await?;
+                return Ok(Err(refused));
+            }
+        };
         let written = now();
         let mut committed = Committed::default();
         for step in &batch.steps {
@@ -365,11 +369,16 @@ impl Store {
                     nodegroup_uuid,
                     count,
                 } => {
-                    let old: Option<Option<i64>> =
-                        stmt("SELECT node_count FROM nodegroup WHERE uuid = ?")
-                            .bind(nodegroup_uuid.as_str())
-                            .scalar_optional(&mut tx)
-                            .await?;
+                    // Read under a guard's lock already, or read now.
+                    let old = match locked.node_count(nodegroup_uuid) {
+                        Some(count) => Some(count),
+                        None => {
+                            stmt("SELECT node_count FROM nodegroup WHERE uuid = ?")
+                                .bind(nodegroup_uuid.as_str())
+                                .scalar_optional(&mut tx)
+                                .await?
+                        }
+                    };
                     let Some(old) = old else {
                         tx.rollback().await?;
                         return Ok(Err(Refused::NodeGroupGone));

@@ -124,11 +124,13 @@ struct ClusterRow {
 struct NodeGroupRow {
     cluster_id: String,
     status: Option<String>,
+    node_count: Option<i64>,
 }
 
-/// What the locking reads found (`None`: no such row).
+/// What the locking reads found (`None`: no such row); the steps that follow read what they
+/// need of the locked rows from here instead of reading them again.
 #[derive(Default)]
-struct Locked {
+pub(crate) struct Locked {
     clusters: BTreeMap<String, Option<ClusterRow>>,
     nodegroups: BTreeMap<String, Option<NodeGroupRow>>,
     templates: BTreeMap<String, bool>,
@@ -171,14 +173,26 @@ fn lock_clause(dialect: Dialect, exclusive: bool) -> &'static str {
     }
 }
 
-/// Locks the rows `guards` name and checks them, in the transaction on `conn`.
+impl Locked {
+    /// The count of a nodegroup a guard locked: `None` when no guard named it, `Some(None)`
+    /// for a NULL count.
+    pub(crate) fn node_count(&self, uuid: &str) -> Option<Option<i64>> {
+        self.nodegroups
+            .get(uuid)
+            .and_then(Option::as_ref)
+            .map(|r| r.node_count)
+    }
+}
+
+/// Locks the rows `guards` name and checks them, in the transaction on `conn`; what was
+/// read under the locks, when every guard holds.
 pub(crate) async fn check(
     conn: &mut Conn,
     dialect: Dialect,
     guards: &[Guard],
-) -> Result<Result<(), Refused>, sqlx::Error> {
+) -> Result<Result<Locked, Refused>, sqlx::Error> {
     if guards.is_empty() {
-        return Ok(Ok(()));
+        return Ok(Ok(Locked::default()));
     }
     let locked = lock(conn, dialect, guards).await?;
     for g in guards {
@@ -186,7 +200,7 @@ pub(crate) async fn check(
             return Ok(Err(refused));
         }
     }
-    Ok(Ok(()))
+    Ok(Ok(locked))
 }
 
 /// The locking reads, in the one lock order, then the counts.
@@ -253,14 +267,18 @@ async fn lock(conn: &mut Conn, dialect: Dialect, guards: &[Guard]) -> Result<Loc
         locked.clusters.insert(uuid.to_string(), row);
     }
     for uuid in &nodegroups {
-        let row: Option<(String, Option<String>)> = stmt(format!(
-            "SELECT cluster_id, status FROM nodegroup WHERE uuid = ?{}",
+        let row: Option<(String, Option<String>, Option<i64>)> = stmt(format!(
+            "SELECT cluster_id, status, node_count FROM nodegroup WHERE uuid = ?{}",
             lock_clause(dialect, true)
         ))
         .bind(*uuid)
         .fetch_optional(conn)
         .await?;
-        let row = row.map(|(cluster_id, status)| NodeGroupRow { cluster_id, status });
+        let row = row.map(|(cluster_id, status, node_count)| NodeGroupRow {
+            cluster_id,
+            status,
+            node_count,
+        });
         locked.nodegroups.insert(uuid.to_string(), row);
     }
     for (uuid, exclusive) in &templates {
@@ -363,6 +381,7 @@ mod tests {
             Some(NodeGroupRow {
                 cluster_id: "c".into(),
                 status: Some("DELETE_IN_PROGRESS".into()),
+                node_count: Some(2),
             }),
         );
         l

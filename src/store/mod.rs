@@ -171,9 +171,13 @@ fn sqlite_url_with_create(url: &str) -> String {
 
 /// Current time as Magnum stores it (UTC, `YYYY-MM-DD HH:MM:SS.ffffff`).
 pub fn now() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%d %H:%M:%S%.6f")
-        .to_string()
+    stored_time(chrono::Utc::now().naive_utc())
+}
+
+/// A UTC time as Magnum stores it (`YYYY-MM-DD HH:MM:SS.ffffff`), the one text form every
+/// time magnum-rs writes takes.
+pub fn stored_time(t: chrono::NaiveDateTime) -> String {
+    t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
 }
 
 /// A value bound into an `UPDATE … SET col = ?`.

@@ -10,7 +10,7 @@ use super::changes::{ClusterSet, NodeGroupSet};
 pub use super::guard::Refused as ResizeRefused;
 use super::guard::{Guard, StatusRule};
 use super::operation_rows::{operations, transition_on, OP_COLUMNS};
-use super::{now, stmt, Bind, Store};
+use super::{now, stmt, stored_time, Bind, Store};
 use crate::model::{status, Tenancy};
 pub use crate::operation::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 
@@ -46,9 +46,8 @@ struct QueueRow {
 
 /// A stored time `seconds` from now, in the format [`now`] writes.
 pub fn from_now(seconds: u64) -> String {
-    (chrono::Utc::now() + chrono::Duration::seconds(seconds.min(i64::MAX as u64 / 2) as i64))
-        .format("%Y-%m-%d %H:%M:%S%.6f")
-        .to_string()
+    let seconds = chrono::Duration::seconds(seconds.min(i64::MAX as u64 / 2) as i64);
+    stored_time((chrono::Utc::now() + seconds).naive_utc())
 }
 
 /// What [`Store::claim_operations`] took: how many ended superseded, which now run.
@@ -228,8 +227,8 @@ impl Store {
         )
         .bind(OpState::Pending.as_str())
         .bind(reason.to_string())
-        .bind(at.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
-        .bind(retry_since.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
+        .bind(stored_time(at.naive_utc()))
+        .bind(stored_time(retry_since))
         .bind(now())
         .bind(id)
         .bind(OpState::Running.as_str())

@@ -294,9 +294,7 @@ async fn check_cluster_quota_limit(state: &AppState, ctx: &RequestContext) -> Ap
         crate::api::quotas::effective_limit(state, &project, crate::api::quotas::CLUSTER_RESOURCE)
             .await?;
     if state.store.count_project_clusters(&project).await? >= limit {
-        return Err(ApiError::ResourceLimitExceeded(format!(
-            "You have reached the maximum clusters per project, {limit}. You may delete a cluster to make room for a new one."
-        )));
+        return Err(ApiError::cluster_quota_reached(limit));
     }
     Ok(Guard::cluster_quota(&project, limit))
 }
