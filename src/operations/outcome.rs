@@ -98,10 +98,19 @@ fn on_cluster(op: &Operation) -> Batch {
     Batch::default().guard(Guard::cluster(&op.cluster_uuid, Tenancy::All))
 }
 
-/// The cluster's status after `op` completed: written at once where the operation decides
-/// it (a create), else when `op` is the cluster's last open operation.
+/// The cluster's status after `op` completed (or closed with nothing left to do): written
+/// at once where the operation decides it (a create), else when `op` is the cluster's last
+/// open operation; after a roll-back only if other work left the cluster in progress (the
+/// failure it undid stays what the API shows).
 fn cluster_status_after(batch: Batch, op: &Operation) -> Batch {
     let kind = op.kind();
+    if kind == OpKind::Rollback {
+        return batch.settle_cluster_in_progress(
+            &op.cluster_uuid,
+            crate::model::status::UPDATE_COMPLETE,
+            op.id,
+        );
+    }
     match (
         transitions::completed(kind, false).cluster,
         transitions::completed(kind, true).cluster,
@@ -154,13 +163,7 @@ pub async fn finish(
         }
         OpKind::DeleteCluster => batch = batch.delete_cluster(&s.cluster.uuid),
         // The backend is back at the restored count; the failure stays what the API shows.
-        OpKind::Rollback => {
-            batch = batch.settle_cluster_in_progress(
-                &op.cluster_uuid,
-                crate::model::status::UPDATE_COMPLETE,
-                op.id,
-            );
-        }
+        OpKind::Rollback => batch = cluster_status_after(batch, op),
         OpKind::DeleteNodeGroup => {
             if let Some(ng) = &s.nodegroup {
                 batch = batch.delete_nodegroup(&ng.uuid);
@@ -203,30 +206,8 @@ pub async fn finish(
 /// nodegroup a later request deleted): nothing is left for it to do. The cluster, if it is
 /// still there, settles as if the operation had completed (its last open operation ends).
 pub async fn gone(state: &Conductor, op: &Operation, from: OpState) -> Result<(), sqlx::Error> {
-    let settle = match op.kind() {
-        OpKind::CreateCluster | OpKind::DeleteCluster => None,
-        kind => transitions::completed(kind, true).cluster,
-    };
-    let closed = match (op.kind(), settle) {
-        (OpKind::Rollback, _) => {
-            let batch = on_cluster(op)
-                .settle_cluster_in_progress(
-                    &op.cluster_uuid,
-                    crate::model::status::UPDATE_COMPLETE,
-                    op.id,
-                )
-                .transition(op.id, from, OpState::Done);
-            state.store.commit(batch).await?
-        }
-        (_, Some(st)) => {
-            let batch = on_cluster(op)
-                .settle_cluster(&op.cluster_uuid, st, op.id)
-                .transition(op.id, from, OpState::Done);
-            state.store.commit(batch).await?
-        }
-        (_, None) => Err(Refused::ClusterGone),
-    };
-    if let Err(Refused::ClusterGone) = closed {
+    let batch = cluster_status_after(on_cluster(op), op).transition(op.id, from, OpState::Done);
+    if let Err(Refused::ClusterGone) = state.store.commit(batch).await? {
         let batch = Batch::default().transition(op.id, from, OpState::Done);
         state.store.commit(batch).await?.ok();
     }
@@ -307,11 +288,12 @@ pub async fn fail(
         }
     }
     let reason = reason.as_str();
-    // Without a subject (the driver or template could not be loaded) the nodegroups that
-    // still exist are marked failed too, rather than left in progress.
-    let nodegroups = match s {
-        Some(s) => s.nodegroups.clone(),
-        None => {
+    // A failed create marks its nodegroups failed too (without a subject: those that still
+    // exist), rather than leaving them in progress.
+    let nodegroups = match (s, kind) {
+        (_, k) if k != OpKind::CreateCluster => Vec::new(),
+        (Some(s), _) => s.nodegroups.clone(),
+        (None, _) => {
             store
                 .nodegroups_of_clusters(std::slice::from_ref(&op.cluster_uuid))
                 .await?
