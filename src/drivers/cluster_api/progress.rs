@@ -122,10 +122,16 @@ pub fn moving_message(obj: &Value) -> Option<String> {
         .and_then(message)
 }
 
-/// A hard failure the topology controller reported for our change (or a later one): a
+/// What the topology controller reported for our change (or a later one): a
 /// `ReconcileFailed` `TopologyReconciled` condition whose generation is not older than
-/// `since`.
-pub fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<String> {
+/// `since`, as a refusal (an outcome) or as a failure it retries (progress), by
+/// [`status::is_refusal`].
+enum TopologyFailure {
+    Refused(String),
+    Retrying(String),
+}
+
+fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<TopologyFailure> {
     let c = condition(cluster, "TopologyReconciled")?;
     let failed = c.get("status").and_then(Value::as_str) == Some("False")
         && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed");
@@ -134,12 +140,19 @@ pub fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<String> {
         (Some(since), Some(seen)) => seen >= since,
         _ => status::topology_failure(cluster).is_some(),
     };
-    (failed && current).then(|| {
-        c.get("message")
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty())
-            .unwrap_or("Cluster API could not reconcile the cluster topology")
-            .to_string()
+    if !(failed && current) {
+        return None;
+    }
+    let message = c
+        .get("message")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .unwrap_or("Cluster API could not reconcile the cluster topology")
+        .to_string();
+    Some(if status::is_refusal(&message) {
+        TopologyFailure::Refused(message)
+    } else {
+        TopologyFailure::Retrying(message)
     })
 }
 
@@ -301,9 +314,26 @@ pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
             marker: "no-cluster".into(),
         };
     };
-    if let Some(reason) = topology_failure(cluster, w.generation) {
-        return Verdict::Failed { reason };
+    match topology_failure(cluster, w.generation) {
+        Some(TopologyFailure::Refused(reason)) => Verdict::Failed { reason },
+        // The controller's own words while it retries, in place of ours.
+        Some(TopologyFailure::Retrying(message)) => match moving(view, cluster, w) {
+            Verdict::InProgress { marker, .. } => Verdict::InProgress {
+                reason: Some(message),
+                marker,
+            },
+            done => done,
+        },
+        None => moving(view, cluster, w),
     }
+}
+
+/// The verdict on a change the topology controller has not refused.
+fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
+    let in_progress = |reason: String, groups: &[NodeGroupRef]| Verdict::InProgress {
+        reason: Some(reason),
+        marker: marker(view, groups),
+    };
     let ng = w.nodegroup.clone();
     match (w.kind, ng) {
         (OpKind::CreateCluster, _) => {
@@ -491,6 +521,28 @@ mod tests {
             verdict(&view, &resize(1, 4)),
             Verdict::Complete | Verdict::InProgress { .. }
         ));
+    }
+
+    #[test]
+    fn a_failure_the_topology_controller_retries_is_progress_with_its_message() {
+        // As seen on Cluster API v1.13 right after a 20 s API server outage.
+        let message = "error reconciling the Cluster topology: failed to wait for up-to-date KubeadmControlPlane objects in the cache after KubeadmControlPlane update: timed out: magnum-system/kube-a-cp: resourceVersion not yet up-to-date";
+        let retrying = json!({"type": "TopologyReconciled", "status": "False", "reason": "ReconcileFailed",
+            "observedGeneration": 3, "message": message});
+        let mut view = StackView {
+            cluster: Some(cluster(3, retrying)),
+            control_plane: Some(kcp(3, [1, 1, 1, 1], None)),
+            deployments: vec![],
+            machines: vec![machine("m1", true, "v1.34.0")],
+        };
+        match verdict(&view, &resize(3, 3)) {
+            Verdict::InProgress { reason, .. } => assert_eq!(reason.as_deref(), Some(message)),
+            other => panic!("expected in progress, got {other:?}"),
+        }
+        view.control_plane = Some(kcp(3, [3, 3, 3, 3], None));
+        view.machines.push(machine("m2", true, "v1.34.0"));
+        view.machines.push(machine("m3", true, "v1.34.0"));
+        assert_eq!(verdict(&view, &resize(3, 3)), Verdict::Complete);
     }
 
     #[test]

@@ -75,9 +75,10 @@ pub fn scaled(object: &Value, target: i64) -> Observed {
     }
 }
 
-/// A hard failure of the topology controller on a Cluster, if any. A condition that speaks
-/// of an older generation (`observedGeneration` behind `metadata.generation`) is stale and
-/// ignored: the controller has not looked at the latest spec yet.
+/// A failure the topology controller reports on a Cluster's current spec, if any: the
+/// message of a `ReconcileFailed` (a refusal or not: [`is_refusal`]). A condition that speaks
+/// of an older generation (`observedGeneration` behind `metadata.generation`) is stale and ignored: the
+/// controller has not looked at the latest spec yet.
 pub fn topology_failure(cluster: &Value) -> Option<String> {
     let generation = int(cluster, "/metadata/generation");
     conditions(cluster)
@@ -95,6 +96,20 @@ pub fn topology_failure(cluster: &Value) -> Option<String> {
                 .unwrap_or("Cluster API could not reconcile the cluster topology")
                 .to_string()
         })
+}
+
+/// Whether the topology controller's `ReconcileFailed` message is the API server refusing
+/// the change it derived from the Cluster: an admission webhook's denial, or a validation's
+/// `is invalid` / `is forbidden`. Such a refusal stays until the Cluster asks for something
+/// else. Any other failure (a conflict, a cache that has not caught up after an API server
+/// restart, a timeout) the controller retries by itself: it is progress, not an outcome.
+/// Seen on Cluster API v1.13 after a 20 s API server outage: "error reconciling the Cluster
+/// topology: failed to wait for up-to-date MachineDeployment objects in the cache after
+/// MachineDeployment update: timed out: …", gone on the next reconcile.
+pub fn is_refusal(message: &str) -> bool {
+    message.contains("denied the request")
+        || message.contains(" is invalid: ")
+        || message.contains(" is forbidden: ")
 }
 
 /// The address of the workload cluster's API (`spec.controlPlaneEndpoint`).
@@ -183,13 +198,15 @@ mod tests {
     }
 
     #[test]
-    fn reconcile_failed_topology_is_a_failure_with_the_message() {
-        let c = json!({"status": {"conditions": [{"type": "TopologyReconciled", "status": "False", "reason": "ReconcileFailed",
-            "message": "failed to patch KubeadmControlPlane magnum-system/kube-abcde: replicas must be an odd number"}]}});
-        assert_eq!(
-            topology_failure(&c).as_deref(),
-            Some("failed to patch KubeadmControlPlane magnum-system/kube-abcde: replicas must be an odd number")
-        );
+    fn reconcile_failed_topology_is_a_refusal_only_when_the_api_server_refused() {
+        let refused = "error reconciling the Cluster topology: failed to update KubeadmControlPlane magnum-system/kube-abcde: admission webhook \"validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: spec.replicas: Forbidden: cannot be an even number when etcd is stacked";
+        let c = json!({"status": {"conditions": [{"type": "TopologyReconciled", "status": "False",
+            "reason": "ReconcileFailed", "message": refused}]}});
+        assert_eq!(topology_failure(&c).as_deref(), Some(refused));
+        assert!(is_refusal(refused));
+        assert!(is_refusal("error reconciling the Cluster topology: failed to create MachineDeployment magnum-system/kube-abcde-md: MachineDeployment.cluster.x-k8s.io \"kube-abcde-md\" is invalid: spec.replicas: Invalid value: -1"));
+        // As seen on Cluster API v1.13 right after an API server outage; gone on the next pass.
+        assert!(!is_refusal("error reconciling the Cluster topology: failed to wait for up-to-date MachineDeployment objects in the cache after MachineDeployment update: timed out: magnum-system/kube-658tc-default-worker-rwwsn: resourceVersion not yet up-to-date: current: 5873, expected to be >= 5895"));
         assert_eq!(topology_failure(&json!({"status": {}})), None);
         let stale = json!({"metadata": {"generation": 3}, "status": {"conditions": [{"type": "TopologyReconciled",
             "status": "False", "reason": "ReconcileFailed", "observedGeneration": 2, "message": "old"}]}});
