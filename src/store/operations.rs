@@ -310,16 +310,6 @@ impl Store {
         operations(sql, binds, &mut self.conn().await?).await
     }
 
-    /// Waiting operations whose deadline has passed (an indexed range read).
-    pub async fn expired_operations(&self) -> Result<Vec<Operation>, sqlx::Error> {
-        let sql = format!(
-            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? AND deadline_at <= ? \
-             ORDER BY id"
-        );
-        let binds = vec![Bind::text(OpState::Waiting.as_str()), Bind::text(now())];
-        operations(sql, binds, &mut self.conn().await?).await
-    }
-
     /// Records progress of a waiting operation: the new marker, and the deadline moved.
     pub async fn note_progress(
         &self,
