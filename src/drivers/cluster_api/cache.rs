@@ -24,7 +24,6 @@ use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
 use kube::runtime::utils::Backoff;
 use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::ResourceExt as _;
-use serde_json::Value;
 use tokio::sync::watch;
 
 use super::progress::StackView;
@@ -132,13 +131,12 @@ struct Kind {
 }
 
 impl Kind {
-    fn get(&self, namespace: &str, name: &str) -> Option<Value> {
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<SlimObject>> {
         self.store
             .get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace))
-            .and_then(|o| o.to_value())
     }
 
-    fn of_stack(&self, namespace: &str, stack: &str) -> Vec<Value> {
+    fn of_stack(&self, namespace: &str, stack: &str) -> Vec<Arc<SlimObject>> {
         let names = self
             .index
             .read()
@@ -183,10 +181,7 @@ impl StackCache {
         // reference, the label finds it.
         let control_plane = cluster
             .as_ref()
-            .and_then(|c| {
-                c.pointer("/spec/controlPlaneRef/name")
-                    .and_then(Value::as_str)
-            })
+            .and_then(|c| c.spec.control_plane_ref.as_ref()?.name.as_deref())
             .and_then(|n| self.control_planes.get(ns, n))
             .or_else(|| self.control_planes.of_stack(ns, stack).into_iter().next());
         StackView {

@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::api::ListParams;
-use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::{ng_ref, KubeClusterApiDriver};
 use crate::drivers::cluster_api::client::count_kube_error;
 use crate::drivers::cluster_api::progress::{self, Awaited};
-use crate::drivers::cluster_api::{controller, leader, status, topology};
+use crate::drivers::cluster_api::{controller, leader, status};
 use crate::drivers::{
     Background, Facts, InFlight, ManagementStatus, NodeGroupRef, StackReconciler, Verdict,
 };
@@ -137,20 +136,17 @@ impl Background for KubeClusterApiDriver {
         let cache = self.synced_cache(cluster)?;
         let stack = cluster.stack_id.as_deref().filter(|s| !s.is_empty())?;
         let view = cache.view(stack);
-        let api_address = view.cluster.as_ref().and_then(status::api_address);
+        let api_address = view.cluster.as_deref().and_then(status::api_address);
         let coe_version = view
             .control_plane
             .as_ref()
-            .and_then(|k| k.pointer("/status/version"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
+            .and_then(|k| k.status.version.clone());
         let mut groups = vec![NodeGroupRef::ControlPlane];
-        groups.extend(view.deployments.iter().filter_map(|d| {
-            d.pointer("/metadata/labels")
-                .and_then(|l| l.get(topology::DEPLOYMENT_NAME_LABEL))
-                .and_then(Value::as_str)
-                .map(|n| NodeGroupRef::Worker(n.to_string()))
-        }));
+        groups.extend(
+            view.deployments
+                .iter()
+                .filter_map(|d| d.labels.deployment_name.clone().map(NodeGroupRef::Worker)),
+        );
         let addresses = groups
             .into_iter()
             .map(|g| {
