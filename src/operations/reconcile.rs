@@ -17,14 +17,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::NaiveDateTime;
 
-use super::dispatch::{load, Subject};
+use super::dispatch::{load, subject_of, LoadError, Subject};
 use super::outcome;
 use super::reports::{record_facts, show_reason};
 use super::Conductor;
 use crate::drivers::{InFlight, ReconcileFailed, StackReconciler, Verdict};
-use crate::model::{NodeGroup, Tenancy};
+use crate::model::NodeGroup;
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::ClusterBy;
 use crate::telemetry::metrics;
 
 /// Starts every driver's controllers, which hand each backend cluster that changed to the
@@ -74,24 +73,26 @@ async fn waiting_stacks(state: &Conductor) -> Result<Vec<String>, sqlx::Error> {
     Ok(stacks.into_iter().collect())
 }
 
-/// One backend cluster: the facts of its Magnum cluster, and each operation waiting on it.
-/// Returns the earliest deadline of what still waits. A database error on one operation is
-/// logged and the others go on; the first such error is returned (the controller backs off
-/// and looks again).
+/// One backend cluster: the facts of its Magnum cluster, and each operation waiting on it,
+/// from one read of the store ([`crate::store::backend_clusters`]). Returns the earliest
+/// deadline of what still waits. A database error on one operation is logged and the others
+/// go on; the first such error is returned (the controller backs off and looks again).
 async fn reconcile_stack(
     state: &Conductor,
     stack: &str,
 ) -> Result<Option<NaiveDateTime>, sqlx::Error> {
-    let clusters = state
-        .store
-        .find_clusters(&Tenancy::All, ClusterBy::StackId(stack))
-        .await?;
     let mut next: Option<NaiveDateTime> = None;
     let mut first_error = None;
-    for cluster in clusters {
-        record_facts(state, &cluster).await?;
-        for op in state.store.waiting_operations(Some(&cluster.uuid)).await? {
-            match reconcile_op(state, &op).await {
+    for rows in state.store.stack_rows(stack).await? {
+        record_facts(state, &rows.cluster, &rows.nodegroups).await?;
+        for op in &rows.waiting {
+            let subject =
+                subject_of(state, op, rows.cluster.clone(), rows.nodegroups.clone()).await;
+            let judged = match subject {
+                Ok(subject) => judge(state, op, subject).await,
+                Err(e) => Err(e),
+            };
+            match judged {
                 Ok(Some(at)) => next = Some(next.map_or(at, |n| n.min(at))),
                 Ok(None) => {}
                 Err(e) => {
@@ -174,8 +175,18 @@ pub async fn reconcile_op(
     state: &Conductor,
     op: &Operation,
 ) -> Result<Option<NaiveDateTime>, sqlx::Error> {
+    let subject = load(state, op).await?;
+    judge(state, op, subject).await
+}
+
+/// The verdict on one waiting operation, written.
+async fn judge(
+    state: &Conductor,
+    op: &Operation,
+    subject: Result<Subject, LoadError>,
+) -> Result<Option<NaiveDateTime>, sqlx::Error> {
     const W: OpState = OpState::Waiting;
-    let subject = match load(state, op).await? {
+    let subject = match subject {
         Ok(s) => s,
         // What it worked on is gone (the row a delete waited to remove, or a nodegroup a
         // later request deleted).
