@@ -11,7 +11,7 @@ pub use super::guard::Refused as ResizeRefused;
 use super::guard::{Guard, StatusRule};
 use super::operation_rows::{operations, transition_on, OP_COLUMNS};
 use super::{now, stmt, stored_time, Bind, Store};
-use crate::model::{status, Tenancy};
+use crate::model::{status, Status, Tenancy};
 pub use crate::operation::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 
 /// A resize to accept ([`Store::accept_resize`]), of rows the caller was shown.
@@ -79,7 +79,7 @@ impl Store {
             allowed,
             cluster_changes,
         } = resize;
-        let in_progress = status::UPDATE_IN_PROGRESS;
+        let in_progress = Status::UpdateInProgress;
         op.nodegroup_uuid = Some(nodegroup_uuid.clone());
         op.new_count = Some(new_count);
         let mut cluster_set = cluster_changes;
