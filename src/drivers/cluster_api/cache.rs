@@ -238,6 +238,7 @@ pub fn watch_all(
             synced: Arc::clone(&k.synced),
             index: Arc::clone(&k.index),
             listing: None,
+            changed: Vec::new(),
             is_cluster,
             namespace: namespace.to_string(),
             management: management.to_string(),
@@ -278,6 +279,9 @@ struct Follow {
     /// The index a (re)list builds; it replaces the live one when the list is complete, as
     /// the store does.
     listing: Option<Index>,
+    /// What a relist found changed, triggered when it is complete: until then the store
+    /// still holds what it held before the relist (kube-runtime swaps it in at the end).
+    changed: Vec<SlimObject>,
     is_cluster: bool,
     namespace: String,
     management: String,
@@ -320,6 +324,7 @@ impl Follow {
         match event {
             Ok(watcher::Event::Init) => {
                 self.listing = Some(Index::default());
+                self.changed.clear();
                 Vec::new()
             }
             Ok(watcher::Event::InitApply(o)) => {
@@ -328,13 +333,13 @@ impl Follow {
                     l.insert(&name, stack.as_deref(), version);
                 }
                 // The first list is looked at through what waits in the store (the
-                // controller's start); a relist only through what changed in the gap.
+                // controller's start); a relist only through what changed in the gap, once
+                // it is complete.
                 let unchanged = self.index.read().is_ok_and(|i| i.holds(&name, version));
                 if was_synced && !unchanged && stack.is_some() {
-                    vec![o]
-                } else {
-                    Vec::new()
+                    self.changed.push(o);
                 }
+                Vec::new()
             }
             Ok(watcher::Event::InitDone) => {
                 let mut gone = Vec::new();
@@ -356,9 +361,9 @@ impl Follow {
                     self.listed.send_modify(|n| *n += 1);
                 }
                 tracing::debug!(management_cluster = %self.management, kind = %self.plural, "listed");
-                gone.iter()
-                    .map(|(name, stack)| self.gone(name, stack))
-                    .collect()
+                let mut triggers = std::mem::take(&mut self.changed);
+                triggers.extend(gone.iter().map(|(name, stack)| self.gone(name, stack)));
+                triggers
             }
             Ok(watcher::Event::Apply(o)) => {
                 let stack = self.stack_of(&o);
@@ -399,6 +404,63 @@ mod tests {
         assert_eq!(first, vec![500, 1000, 2000, 4000, 5000, 5000]);
         r.reset();
         assert_eq!(r.next(), Some(Duration::from_millis(500)));
+    }
+
+    fn machine(name: &str, stack: &str, version: &str) -> SlimObject {
+        let mut o = SlimObject::default();
+        o.metadata.name = Some(name.into());
+        o.metadata.resource_version = Some(version.into());
+        o.labels.cluster_name = Some(stack.into());
+        o
+    }
+
+    fn names(triggers: &[SlimObject]) -> Vec<(String, Option<String>)> {
+        triggers
+            .iter()
+            .map(|o| (o.name_any(), o.labels.cluster_name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_first_list_triggers_nothing_and_a_relist_what_changed_or_went_once_complete() {
+        let (listed_tx, listed) = watch::channel(0usize);
+        let mut f = Follow {
+            synced: Arc::new(AtomicBool::new(false)),
+            index: Arc::default(),
+            listing: None,
+            changed: Vec::new(),
+            is_cluster: false,
+            namespace: "ns".into(),
+            management: "mc".into(),
+            plural: "machines".into(),
+            listed: Arc::new(listed_tx),
+        };
+        let mut ev = |e: watcher::Event<SlimObject>| f.event(Ok(e));
+        // The first list: looked at through the store at the controller's start.
+        assert!(ev(watcher::Event::Init).is_empty());
+        assert!(ev(watcher::Event::InitApply(machine("m1", "a", "1"))).is_empty());
+        assert!(ev(watcher::Event::InitApply(machine("m2", "b", "1"))).is_empty());
+        assert!(ev(watcher::Event::InitApply(machine("m3", "c", "1"))).is_empty());
+        assert!(ev(watcher::Event::InitDone).is_empty());
+        assert_eq!(*listed.borrow(), 1);
+        // A change after the list.
+        assert_eq!(
+            names(&ev(watcher::Event::Apply(machine("m1", "a", "2")))),
+            vec![("m1".to_string(), Some("a".to_string()))]
+        );
+        // A relist: m1 unchanged, m2 changed in the gap, m3 gone; nothing until it is
+        // complete (the store swaps the list in then).
+        assert!(ev(watcher::Event::Init).is_empty());
+        assert!(ev(watcher::Event::InitApply(machine("m1", "a", "2"))).is_empty());
+        assert!(ev(watcher::Event::InitApply(machine("m2", "b", "5"))).is_empty());
+        assert_eq!(
+            names(&ev(watcher::Event::InitDone)),
+            vec![
+                ("m2".to_string(), Some("b".to_string())),
+                ("m3".to_string(), Some("c".to_string()))
+            ]
+        );
+        assert_eq!(*listed.borrow(), 1, "a relist is not a first list");
     }
 
     #[test]
