@@ -355,9 +355,9 @@ impl Follow {
                 }
                 self.synced.store(true, Ordering::Release);
                 self.set_gauge();
-                if was_synced {
-                    crate::telemetry::metrics::reconcile_pass("relist");
-                } else {
+                // Every complete list counts, the first of a new leader's watches too.
+                crate::telemetry::metrics::reconcile_pass("relist");
+                if !was_synced {
                     self.listed.send_modify(|n| *n += 1);
                 }
                 tracing::debug!(management_cluster = %self.management, kind = %self.plural, "listed");
