@@ -26,8 +26,7 @@ pub mod signing;
 
 pub use allows::{Allows, BaseDriverAllows, ClusterApiAllows};
 pub use background::{
-    Background, Facts, InFlight, ManagementStatus, NodeGroupRef, ReconcileFailed, StackReconciler,
-    Verdict,
+    Background, Change, Facts, InFlight, ManagementStatus, NodeGroupRef, Verdict,
 };
 pub use certificates::Certificates;
 pub use error::{DriverError, Reason};

@@ -5,11 +5,13 @@
 //! uuids the operation recorded; the cluster's own status settles only when its last open
 //! operation ends, and no outcome of other work overwrites a delete in progress.
 
+use serde_json::Value;
+
 use super::dispatch::{Done, Subject};
 use super::{transitions, Conductor};
 use crate::drivers::{Progress, WaitOn};
+use crate::model::NodeGroup;
 use crate::model::Tenancy;
-use crate::model::{ClusterTemplate, NodeGroup};
 use crate::store::operations::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
@@ -85,7 +87,9 @@ async fn start_waiting(
 pub fn kube_tag(s: &Subject) -> Option<String> {
     s.upgrade_to
         .as_ref()
-        .and_then(ClusterTemplate::kube_tag)
+        .and_then(|t| t.labels.as_ref())
+        .and_then(|l| l.get("kube_tag"))
+        .and_then(Value::as_str)
         .map(str::to_string)
 }
 
@@ -103,7 +107,7 @@ fn cluster_status_after(batch: Batch, op: &Operation) -> Batch {
     if kind == OpKind::Rollback {
         return batch.settle_cluster_in_progress(
             &op.cluster_uuid,
-            crate::model::Status::UpdateComplete,
+            crate::model::status::UPDATE_COMPLETE,
             op.id,
         );
     }
@@ -139,7 +143,9 @@ pub async fn finish(
                 .or_else(|| {
                     s.template
                         .as_ref()
-                        .and_then(ClusterTemplate::kube_tag)
+                        .and_then(|t| t.labels.as_ref())
+                        .and_then(|l| l.get("kube_tag"))
+                        .and_then(Value::as_str)
                         .map(str::to_string)
                 });
             if let Some(v) = version {

@@ -1,26 +1,26 @@
 //! The statuses an operation leaves behind, as pure functions of its kind (Magnum's
 //! conductor handlers and its `ClusterStatus` rules); [`super::outcome`] writes them.
 
-use crate::model::Status;
+use crate::model::status;
 use crate::store::operations::OpKind;
 
 /// The cluster's and the operation's nodegroup's status after an operation ends; `None`
 /// where the operation writes none (a row it removes, a cluster with other work open).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Statuses {
-    pub cluster: Option<Status>,
-    pub nodegroup: Option<Status>,
+    pub cluster: Option<&'static str>,
+    pub nodegroup: Option<&'static str>,
 }
 
 /// After the backend finished an operation of `kind`. `cluster_done`: no other operation of
 /// the cluster is open; until then the cluster stays in progress.
 pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
-    let cluster = cluster_done.then_some(Status::UpdateComplete);
+    let cluster = cluster_done.then_some(status::UPDATE_COMPLETE);
     match kind {
         // Every nodegroup of the new cluster completes with it.
         OpKind::CreateCluster => Statuses {
-            cluster: Some(Status::CreateComplete),
-            nodegroup: Some(Status::CreateComplete),
+            cluster: Some(status::CREATE_COMPLETE),
+            nodegroup: Some(status::CREATE_COMPLETE),
         },
         // The rows are removed.
         OpKind::DeleteCluster => Statuses {
@@ -33,11 +33,11 @@ pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
         },
         OpKind::CreateNodeGroup => Statuses {
             cluster,
-            nodegroup: Some(Status::CreateComplete),
+            nodegroup: Some(status::CREATE_COMPLETE),
         },
         OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup => Statuses {
             cluster,
-            nodegroup: Some(Status::UpdateComplete),
+            nodegroup: Some(status::UPDATE_COMPLETE),
         },
         // The failure it undoes stays what the API shows (`UPDATE_FAILED` and its reason);
         // a cluster left in progress by other work settles (`outcome::finish`).
@@ -52,12 +52,12 @@ pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
 /// the reason.
 pub fn failed(kind: OpKind) -> Statuses {
     let (cluster, nodegroup) = match kind {
-        OpKind::CreateCluster => (Status::CreateFailed, Status::CreateFailed),
-        OpKind::DeleteCluster => (Status::DeleteFailed, Status::DeleteFailed),
-        OpKind::CreateNodeGroup => (Status::UpdateFailed, Status::CreateFailed),
-        OpKind::DeleteNodeGroup => (Status::UpdateFailed, Status::DeleteFailed),
+        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
+        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
+        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
         OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup | OpKind::Rollback => {
-            (Status::UpdateFailed, Status::UpdateFailed)
+            (status::UPDATE_FAILED, status::UPDATE_FAILED)
         }
     };
     Statuses {
@@ -86,14 +86,14 @@ mod tests {
         for kind in ALL {
             let open = completed(kind, false);
             if kind == OpKind::CreateCluster {
-                assert_eq!(open.cluster, Some(Status::CreateComplete));
+                assert_eq!(open.cluster, Some(status::CREATE_COMPLETE));
             } else {
                 assert_eq!(open.cluster, None, "{kind:?}");
             }
         }
         assert_eq!(
             completed(OpKind::Resize, true).cluster,
-            Some(Status::UpdateComplete)
+            Some(status::UPDATE_COMPLETE)
         );
     }
 
@@ -101,19 +101,19 @@ mod tests {
     fn nodegroup_statuses_follow_magnums_conductor() {
         assert_eq!(
             completed(OpKind::CreateNodeGroup, true).nodegroup,
-            Some(Status::CreateComplete)
+            Some(status::CREATE_COMPLETE)
         );
         assert_eq!(completed(OpKind::DeleteNodeGroup, true).nodegroup, None);
         assert_eq!(
             failed(OpKind::CreateNodeGroup),
             Statuses {
-                cluster: Some(Status::UpdateFailed),
-                nodegroup: Some(Status::CreateFailed)
+                cluster: Some(status::UPDATE_FAILED),
+                nodegroup: Some(status::CREATE_FAILED)
             }
         );
         assert_eq!(
             failed(OpKind::DeleteNodeGroup).nodegroup,
-            Some(Status::DeleteFailed)
+            Some(status::DELETE_FAILED)
         );
     }
 
@@ -135,7 +135,7 @@ mod tests {
             let f = failed(kind);
             for s in [f.cluster, f.nodegroup] {
                 let s = s.expect("a failure writes both");
-                assert!(s.is_failed(), "{kind:?}: {s}");
+                assert!(status::FAILED.contains(&s), "{kind:?}: {s}");
             }
         }
     }

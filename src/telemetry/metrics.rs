@@ -153,7 +153,7 @@ fn metrics() -> &'static Metrics {
         );
         registry.register(
             "reconcile_passes",
-            "Looks of the reconciler, by trigger (start, relist, change, gone)",
+            "Passes of the reconciler over waiting operations, by trigger (start, relist, change, deadline)",
             m.reconcile_passes.clone(),
         );
         registry.register(
@@ -269,7 +269,7 @@ pub fn watch_cache(management_cluster: &str, kind: &str, synced: bool, objects: 
         .set(i64::try_from(objects).unwrap_or(i64::MAX));
 }
 
-/// Counts one look of the reconciler (`trigger`: start, relist, change, gone).
+/// Counts one pass of the reconciler (`trigger`: start, relist, change, deadline).
 pub fn reconcile_pass(trigger: &'static str) {
     metrics()
         .reconcile_passes
