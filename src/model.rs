@@ -125,6 +125,21 @@ pub struct ClusterTemplate {
     pub updated_at: Option<String>,
 }
 
+/// The label that names a template's (or a cluster's) Kubernetes version.
+pub const KUBE_TAG: &str = "kube_tag";
+
+/// A string label of a labels column (a label of another JSON type is none).
+fn string_label<'a>(labels: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str> {
+    labels?.get(key)?.as_str()
+}
+
+impl ClusterTemplate {
+    /// The template's `kube_tag` label: the Kubernetes version its clusters run.
+    pub fn kube_tag(&self) -> Option<&str> {
+        string_label(self.labels.as_ref(), KUBE_TAG)
+    }
+}
+
 /// What of a template chooses its driver (`Driver.get_driver_for_cluster`): read alone where
 /// nothing else of the template is needed (resize, credentials, the worker's operations
 /// other than a create, the reconciler).

@@ -5,13 +5,11 @@
 //! uuids the operation recorded; the cluster's own status settles only when its last open
 //! operation ends, and no outcome of other work overwrites a delete in progress.
 
-use serde_json::Value;
-
 use super::dispatch::{Done, Subject};
 use super::{transitions, Conductor};
 use crate::drivers::{Progress, WaitOn};
-use crate::model::NodeGroup;
 use crate::model::Tenancy;
+use crate::model::{ClusterTemplate, NodeGroup};
 use crate::store::operations::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
@@ -87,9 +85,7 @@ async fn start_waiting(
 pub fn kube_tag(s: &Subject) -> Option<String> {
     s.upgrade_to
         .as_ref()
-        .and_then(|t| t.labels.as_ref())
-        .and_then(|l| l.get("kube_tag"))
-        .and_then(Value::as_str)
+        .and_then(ClusterTemplate::kube_tag)
         .map(str::to_string)
 }
 
@@ -143,9 +139,7 @@ pub async fn finish(
                 .or_else(|| {
                     s.template
                         .as_ref()
-                        .and_then(|t| t.labels.as_ref())
-                        .and_then(|l| l.get("kube_tag"))
-                        .and_then(Value::as_str)
+                        .and_then(ClusterTemplate::kube_tag)
                         .map(str::to_string)
                 });
             if let Some(v) = version {

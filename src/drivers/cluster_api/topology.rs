@@ -242,7 +242,7 @@ pub fn autoscaling_enabled(cluster: &Cluster, template: &ClusterTemplate) -> boo
 
 /// The Kubernetes version of a template (`kube_tag`).
 pub fn kube_version(cluster: &Cluster, template: &ClusterTemplate) -> Option<String> {
-    label(cluster, template, "kube_tag").map(str::to_string)
+    label(cluster, template, crate::model::KUBE_TAG).map(str::to_string)
 }
 
 /// The `Cluster` object for a new Magnum cluster: topology from the template (class from

@@ -197,10 +197,7 @@ impl Lifecycle for KubeClusterApiDriver {
         // The new template's kube_tag, not the cluster's own copy of the old one (as
         // magnum-cluster-api's upgrade_cluster reads it).
         let version = template
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("kube_tag"))
-            .and_then(Value::as_str)
+            .kube_tag()
             .map(str::to_string)
             .or_else(|| topology::kube_version(cluster, template))
             .ok_or_else(|| DriverError::rejected("the cluster template has no kube_tag label"))?;
