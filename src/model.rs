@@ -3,82 +3,181 @@
 
 use serde_json::{Map, Value};
 
-/// `magnum.objects.fields.ClusterStatus`, used for clusters and nodegroups alike.
+/// `magnum.objects.fields.ClusterStatus`, used for clusters and nodegroups alike: the
+/// [`Status`] enum, and the conductor's rules on a stored status (the column holds text; a
+/// value that is none of the 18 allows nothing but a delete).
 pub mod status {
-    pub const CREATE_IN_PROGRESS: &str = "CREATE_IN_PROGRESS";
-    pub const CREATE_FAILED: &str = "CREATE_FAILED";
-    pub const CREATE_COMPLETE: &str = "CREATE_COMPLETE";
-    pub const UPDATE_IN_PROGRESS: &str = "UPDATE_IN_PROGRESS";
-    pub const UPDATE_FAILED: &str = "UPDATE_FAILED";
-    pub const UPDATE_COMPLETE: &str = "UPDATE_COMPLETE";
-    pub const DELETE_IN_PROGRESS: &str = "DELETE_IN_PROGRESS";
-    pub const DELETE_FAILED: &str = "DELETE_FAILED";
-    pub const DELETE_COMPLETE: &str = "DELETE_COMPLETE";
+    use std::fmt;
 
-    /// All 18 values, in Magnum's order.
-    pub const ALL: [&str; 18] = [
-        "CREATE_IN_PROGRESS",
-        "CREATE_FAILED",
-        "CREATE_COMPLETE",
-        "UPDATE_IN_PROGRESS",
-        "UPDATE_FAILED",
-        "UPDATE_COMPLETE",
-        "DELETE_IN_PROGRESS",
-        "DELETE_FAILED",
-        "DELETE_COMPLETE",
-        "RESUME_COMPLETE",
-        "RESUME_FAILED",
-        "RESTORE_COMPLETE",
-        "ROLLBACK_IN_PROGRESS",
-        "ROLLBACK_FAILED",
-        "ROLLBACK_COMPLETE",
-        "SNAPSHOT_COMPLETE",
-        "CHECK_COMPLETE",
-        "ADOPT_COMPLETE",
-    ];
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Status {
+        CreateInProgress,
+        CreateFailed,
+        CreateComplete,
+        UpdateInProgress,
+        UpdateFailed,
+        UpdateComplete,
+        DeleteInProgress,
+        DeleteFailed,
+        DeleteComplete,
+        ResumeComplete,
+        ResumeFailed,
+        RestoreComplete,
+        RollbackInProgress,
+        RollbackFailed,
+        RollbackComplete,
+        SnapshotComplete,
+        CheckComplete,
+        AdoptComplete,
+    }
 
-    /// Statuses that make `GET` of a cluster show `faults`.
-    pub const FAILED: [&str; 5] = [
-        "CREATE_FAILED",
-        "UPDATE_FAILED",
-        "DELETE_FAILED",
-        "ROLLBACK_FAILED",
-        "RESUME_FAILED",
-    ];
+    use Status::*;
 
-    /// The eight `*_COMPLETE` states from which Magnum's conductor updates and upgrades.
-    pub const COMPLETE: [&str; 8] = [
-        "CREATE_COMPLETE",
-        "UPDATE_COMPLETE",
-        "RESUME_COMPLETE",
-        "RESTORE_COMPLETE",
-        "ROLLBACK_COMPLETE",
-        "SNAPSHOT_COMPLETE",
-        "CHECK_COMPLETE",
-        "ADOPT_COMPLETE",
-    ];
+    impl Status {
+        /// All 18, in Magnum's order.
+        pub const ALL: [Status; 18] = [
+            CreateInProgress,
+            CreateFailed,
+            CreateComplete,
+            UpdateInProgress,
+            UpdateFailed,
+            UpdateComplete,
+            DeleteInProgress,
+            DeleteFailed,
+            DeleteComplete,
+            ResumeComplete,
+            ResumeFailed,
+            RestoreComplete,
+            RollbackInProgress,
+            RollbackFailed,
+            RollbackComplete,
+            SnapshotComplete,
+            CheckComplete,
+            AdoptComplete,
+        ];
+
+        pub const fn as_str(self) -> &'static str {
+            match self {
+                CreateInProgress => "CREATE_IN_PROGRESS",
+                CreateFailed => "CREATE_FAILED",
+                CreateComplete => "CREATE_COMPLETE",
+                UpdateInProgress => "UPDATE_IN_PROGRESS",
+                UpdateFailed => "UPDATE_FAILED",
+                UpdateComplete => "UPDATE_COMPLETE",
+                DeleteInProgress => "DELETE_IN_PROGRESS",
+                DeleteFailed => "DELETE_FAILED",
+                DeleteComplete => "DELETE_COMPLETE",
+                ResumeComplete => "RESUME_COMPLETE",
+                ResumeFailed => "RESUME_FAILED",
+                RestoreComplete => "RESTORE_COMPLETE",
+                RollbackInProgress => "ROLLBACK_IN_PROGRESS",
+                RollbackFailed => "ROLLBACK_FAILED",
+                RollbackComplete => "ROLLBACK_COMPLETE",
+                SnapshotComplete => "SNAPSHOT_COMPLETE",
+                CheckComplete => "CHECK_COMPLETE",
+                AdoptComplete => "ADOPT_COMPLETE",
+            }
+        }
+
+        /// The status a stored text names, if any (exactly, as Magnum compares).
+        pub fn parse(text: &str) -> Option<Status> {
+            Self::ALL.into_iter().find(|s| s.as_str() == text)
+        }
+
+        /// The statuses that make `GET` of a cluster show `faults`.
+        pub fn is_failed(self) -> bool {
+            matches!(
+                self,
+                CreateFailed | UpdateFailed | DeleteFailed | RollbackFailed | ResumeFailed
+            )
+        }
+
+        /// The eight `*_COMPLETE` states from which Magnum's conductor updates and upgrades.
+        pub fn is_complete(self) -> bool {
+            matches!(
+                self,
+                CreateComplete
+                    | UpdateComplete
+                    | ResumeComplete
+                    | RestoreComplete
+                    | RollbackComplete
+                    | SnapshotComplete
+                    | CheckComplete
+                    | AdoptComplete
+            )
+        }
+    }
+
+    impl fmt::Display for Status {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.as_str())
+        }
+    }
+
+    impl From<Status> for String {
+        fn from(s: Status) -> String {
+            s.as_str().to_string()
+        }
+    }
+
+    /// The 18 names, in Magnum's order (what the API accepts).
+    pub const NAMES: [&str; 18] = {
+        let mut names = [""; 18];
+        let mut i = 0;
+        while i < 18 {
+            names[i] = Status::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
+    /// Whether a stored status is one that shows `faults`.
+    pub fn is_failed(stored: &str) -> bool {
+        Status::parse(stored).is_some_and(Status::is_failed)
+    }
 
     /// The conductor accepts a resize from these cluster statuses.
-    pub fn allows_resize(status: &str) -> bool {
-        COMPLETE.contains(&status) || status == UPDATE_FAILED || status == UPDATE_IN_PROGRESS
+    pub fn allows_resize(stored: &str) -> bool {
+        Status::parse(stored)
+            .is_some_and(|s| s.is_complete() || matches!(s, UpdateFailed | UpdateInProgress))
     }
 
     /// The conductor accepts a cluster update (PATCH) only from these.
-    pub fn allows_update(status: &str) -> bool {
-        COMPLETE.contains(&status)
+    pub fn allows_update(stored: &str) -> bool {
+        Status::parse(stored).is_some_and(Status::is_complete)
     }
 
     /// The conductor accepts an upgrade only from these.
-    pub fn allows_upgrade(status: &str) -> bool {
-        COMPLETE.contains(&status)
+    pub fn allows_upgrade(stored: &str) -> bool {
+        Status::parse(stored).is_some_and(Status::is_complete)
     }
 
     /// Work on a row that is being deleted is refused (its delete would undo it, or it
     /// would overwrite the delete's status): every action but the delete itself.
-    pub fn not_deleting(status: &str) -> bool {
-        status != DELETE_IN_PROGRESS
+    pub fn not_deleting(stored: &str) -> bool {
+        Status::parse(stored) != Some(DeleteInProgress)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_status_reads_back_from_its_name_and_nothing_else_does() {
+            for s in Status::ALL {
+                assert_eq!(Status::parse(s.as_str()), Some(s));
+            }
+            assert_eq!(NAMES[0], "CREATE_IN_PROGRESS");
+            assert_eq!(NAMES[17], "ADOPT_COMPLETE");
+            for odd in ["update_failed", "UPDATE_FAILED ", ""] {
+                assert_eq!(Status::parse(odd), None);
+                assert!(!allows_resize(odd) && not_deleting(odd));
+            }
+        }
     }
 }
+
+pub use status::Status;
 
 /// The role Magnum treats specially; any other role string counts as a worker.
 pub const ROLE_MASTER: &str = "master";

@@ -17,7 +17,7 @@ use axum::http::{Method, Request, StatusCode};
 use common::{assert_envelope, As, Reply, LATEST};
 use http_body_util::BodyExt as _;
 use magnum_rs::config::Config;
-use magnum_rs::model::{status, Tenancy};
+use magnum_rs::model::{status, Status, Tenancy};
 use magnum_rs::store::operations::{AcceptResize, NewOperation, OpPayload, ResizeRefused};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
@@ -244,7 +244,7 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
         .update_cluster(
             &cluster.uuid,
             &[magnum_rs::store::ClusterSet::Status(
-                status::DELETE_IN_PROGRESS.into(),
+                Status::DeleteInProgress.into(),
             )],
         )
         .await
@@ -256,7 +256,7 @@ async fn a_resize_racing_a_delete_is_refused_under_the_row_locks_and_writes_noth
     assert_eq!(
         refused,
         Err(ResizeRefused::ClusterStatus(
-            status::DELETE_IN_PROGRESS.into()
+            Status::DeleteInProgress.into()
         ))
     );
     let after = store
@@ -337,7 +337,7 @@ async fn a_refused_patch_changes_nothing() {
         .update_cluster(
             &f.k8s,
             &[magnum_rs::store::ClusterSet::Status(
-                status::UPDATE_FAILED.into(),
+                Status::UpdateFailed.into(),
             )],
         )
         .await

@@ -18,7 +18,7 @@ use super::query::Query;
 use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
-use crate::model::{status, Cluster, NodeGroup, RequestContext, Tenancy};
+use crate::model::{status, Cluster, NodeGroup, RequestContext, Status, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{AcceptResize, NewOperation, OpPayload};
 use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet};
@@ -277,13 +277,10 @@ async fn upgrade_cluster(
             status::not_deleting,
         ))
         .guard(Guard::cluster_status(&cluster.uuid, status::allows_upgrade))
-        .cluster(
-            &cluster.uuid,
-            ClusterSet::status(status::UPDATE_IN_PROGRESS),
-        )
+        .cluster(&cluster.uuid, ClusterSet::status(Status::UpdateInProgress))
         .nodegroup(
             &nodegroup.uuid,
-            [NodeGroupSet::Status(status::UPDATE_IN_PROGRESS.into())],
+            [NodeGroupSet::Status(Status::UpdateInProgress.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),

@@ -1,14 +1,18 @@
 //! A driver's background work: what runs beside the requests and the worker's calls. Its
-//! watches keep a view of the backend; the reconciler asks that view where each waiting
-//! operation stands ([`Background::observe`]) and what the backend shows about a cluster
+//! controller keeps a view of the backend and, whenever something of one backend cluster
+//! changes (or a stored deadline comes), hands that cluster to the conductor's
+//! [`StackReconciler`], which asks the view where each waiting operation stands
+//! ([`Background::observe`]) and what the backend shows about the cluster
 //! ([`Background::facts`]); replicas elect who drives the backend; `/readyz` asks whether
 //! the backend is reached. A driver that completes everything at once has none of it: the
 //! defaults say so.
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::model::{Cluster, NodeGroup};
@@ -68,13 +72,25 @@ pub struct Facts {
     pub addresses: Vec<(NodeGroupRef, Vec<String>)>,
 }
 
-/// A backend change a driver's watch saw: reconcile that cluster (by `stack_id`), or
-/// everything (after a (re)list, when deletions may have been missed).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    Stack(String),
-    All,
+/// What a driver's controller calls for one backend cluster (its `stack_id`): the
+/// conductor brings what waits on it to what the driver's view shows, in the store, and
+/// says when to look again.
+#[async_trait]
+pub trait StackReconciler: Send + Sync + 'static {
+    /// Reconciles the backend cluster `stack`, present or gone. `Ok(Some(d))`: look again
+    /// in `d` (the earliest stored deadline of what still waits); `Ok(None)`: only when
+    /// something changes.
+    async fn reconcile(&self, stack: &str) -> Result<Option<Duration>, ReconcileFailed>;
+
+    /// The backend clusters something waits on, from the store: what a controller looks
+    /// at when it starts (so on each leader change), before any change arrives.
+    async fn waiting_stacks(&self) -> Result<Vec<String>, ReconcileFailed>;
 }
+
+/// The store could not be read or written; the controller backs off and tries again.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReconcileFailed(pub String);
 
 /// One management cluster as `/readyz` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,10 +102,18 @@ pub struct ManagementStatus {
 
 #[async_trait]
 pub trait Background: Send + Sync {
-    /// Starts the driver's watchers, which keep its view of the backend and send what
-    /// changed to `changes`. Drivers that complete everything synchronously have none.
-    fn watch(&self, _changes: mpsc::UnboundedSender<Change>) -> Vec<JoinHandle<()>> {
+    /// Starts the driver's controllers, which keep its view of the backend and hand each
+    /// backend cluster that changed to `reconciler`. Drivers that complete everything
+    /// synchronously have none.
+    fn run_controllers(&self, _reconciler: Arc<dyn StackReconciler>) -> Vec<JoinHandle<()>> {
         Vec::new()
+    }
+
+    /// Asks the driver's controller to look at `cluster` now (an operation on it started
+    /// waiting), so that its deadline is scheduled there. `false`: no controller runs for
+    /// it; the caller reconciles it itself.
+    fn look_again(&self, _cluster: &Cluster) -> bool {
+        false
     }
 
     /// Where an operation in flight stands, from the driver's view of the backend (no

@@ -26,7 +26,8 @@ pub mod signing;
 
 pub use allows::{Allows, BaseDriverAllows, ClusterApiAllows};
 pub use background::{
-    Background, Change, Facts, InFlight, ManagementStatus, NodeGroupRef, Verdict,
+    Background, Facts, InFlight, ManagementStatus, NodeGroupRef, ReconcileFailed, StackReconciler,
+    Verdict,
 };
 pub use certificates::Certificates;
 pub use error::{DriverError, Reason};

@@ -50,6 +50,7 @@ impl LoadError {
     }
 }
 
+/// The subject of `op`, loaded fresh from the store.
 pub async fn load(
     state: &Conductor,
     op: &Operation,
@@ -57,6 +58,22 @@ pub async fn load(
     let Some(cluster) = state.store.cluster_by_uuid(&op.cluster_uuid).await? else {
         return Ok(Err(LoadError::ClusterGone(op.cluster_uuid.clone())));
     };
+    let nodegroups = state
+        .store
+        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
+        .await?;
+    subject_of(state, op, cluster, nodegroups).await
+}
+
+/// The subject of `op` from its cluster and nodegroups as already read (the reconciler's
+/// one read of a backend cluster): what chooses the driver is read, and a create's or an
+/// upgrade's template.
+pub async fn subject_of(
+    state: &Conductor,
+    op: &Operation,
+    cluster: Cluster,
+    nodegroups: Vec<NodeGroup>,
+) -> Result<Result<Subject, LoadError>, sqlx::Error> {
     // Only a cluster create hands the template itself to the driver: read once for both.
     let chosen = if op.kind() == OpKind::CreateCluster {
         state
@@ -72,9 +89,9 @@ pub async fn load(
         Err(NoDriver::Unsupported(r)) => return Ok(Err(LoadError::NoDriver(r.to_string()))),
     };
     let nodegroup = match &op.nodegroup_uuid {
-        Some(uuid) => match state.store.nodegroup_by_uuid(uuid).await? {
-            Some(ng) if ng.cluster_id == cluster.uuid => Some(ng),
-            _ => return Ok(Err(LoadError::NodeGroupGone(uuid.clone()))),
+        Some(uuid) => match nodegroups.iter().find(|n| n.uuid == *uuid) {
+            Some(ng) => Some(ng.clone()),
+            None => return Ok(Err(LoadError::NodeGroupGone(uuid.clone()))),
         },
         None => None,
     };
@@ -82,10 +99,6 @@ pub async fn load(
         Some(t) => state.store.template_by_uuid(t).await?,
         None => None,
     };
-    let nodegroups = state
-        .store
-        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
-        .await?;
     Ok(Ok(Subject {
         cluster,
         template,

@@ -5,9 +5,10 @@
 //! gives each to the cluster's driver ([`dispatch`]). What the driver finishes at once ends
 //! there; what it only starts (Cluster API scaling, an upgrade rolling out, a delete) becomes
 //! **waiting**, with what it waits for, its deadline and its last progress in the operation's
-//! row. The [`reconcile`] loop ends waiting operations from the driver's view of the backend,
-//! level-triggered: on every observed change, after every (re)list, on start and on each
-//! leader change, and at each stored deadline. Nothing it needs lives only in a process, so
+//! row. The drivers' controllers hand each backend cluster that changed to [`reconcile`],
+//! which ends waiting operations from the driver's view of the backend, level-triggered: on
+//! every observed change, after a relist that found a change, on start and on each leader
+//! change, and at each stored deadline. Nothing it needs lives only in a process, so
 //! a restart or a new leader ends an operation the same way. Outcomes ([`outcome`]) are
 //! written in one transaction each: `*_COMPLETE`, or `*_FAILED` with the reason (a failed
 //! resize also restores the previous `node_count`, as Magnum does).
@@ -31,5 +32,5 @@ pub mod worker;
 pub use cluster_driver::NoDriver;
 pub use conductor::Conductor;
 pub use handle::{OperationsConfig, OperationsHandle};
-pub use reconcile::start_watchers;
+pub use reconcile::start_controllers;
 pub use worker::{run_pending, run_worker};

@@ -103,7 +103,7 @@ fn cluster_status_after(batch: Batch, op: &Operation) -> Batch {
     if kind == OpKind::Rollback {
         return batch.settle_cluster_in_progress(
             &op.cluster_uuid,
-            crate::model::status::UPDATE_COMPLETE,
+            crate::model::Status::UpdateComplete,
             op.id,
         );
     }

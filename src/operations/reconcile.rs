@@ -1,138 +1,110 @@
-//! The level-triggered end of waiting operations: whatever the trigger (a watched object
-//! changed, a (re)list finished, this replica started or became leader, a stored deadline
-//! passed), the reconciler reads the waiting operations from the store and asks the driver
-//! where each stands now. The verdict, not the event, decides; so a missed event, a second
-//! event or a restart changes nothing but the moment.
+//! The level-triggered end of waiting operations: whatever the trigger (a watched object of
+//! the cluster changed, a relist found it changed or gone, the controller started, a stored
+//! deadline came), the driver's controller hands one backend cluster to
+//! [`ConductorReconciler`], which reads what waits on it from the store and asks the driver
+//! where each operation stands now. The verdict, not the event, decides; so a missed event,
+//! a second event or a restart changes nothing but the moment.
 //!
 //! While an operation waits, the controllers' own message is the nodegroup's (and the
-//! cluster's) `status_reason`, and each new progress marker moves its stored deadline. At
-//! the deadline with no progress it fails with the last message seen.
+//! cluster's) `status_reason`, and each new progress marker moves its stored deadline; the
+//! controller is told to look again at the earliest such deadline. At the deadline with no
+//! progress it fails with the last message seen.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use async_trait::async_trait;
+use chrono::NaiveDateTime;
 
-use super::dispatch::{load, Subject};
+use super::dispatch::{load, subject_of, LoadError, Subject};
 use super::outcome;
 use super::reports::{record_facts, show_reason};
 use super::Conductor;
-use crate::drivers::{Change, InFlight, Verdict};
-use crate::model::{NodeGroup, Tenancy};
+use crate::drivers::{InFlight, ReconcileFailed, StackReconciler, Verdict};
+use crate::model::NodeGroup;
 use crate::store::operations::{OpKind, OpState, Operation};
-use crate::store::ClusterBy;
 use crate::telemetry::metrics;
 
-/// How often stored deadlines are checked.
-const DEADLINE_TICK: Duration = Duration::from_secs(1);
-
-/// Starts every driver's watches and the reconciler that turns what they see into the
-/// store's state. Returns the tasks (abort them to stop).
-pub fn start_watchers(state: &Conductor) -> Vec<tokio::task::JoinHandle<()>> {
-    let (tx, rx) = mpsc::unbounded_channel::<Change>();
+/// Starts every driver's controllers, which hand each backend cluster that changed to the
+/// conductor. Returns the tasks (abort them to stop).
+pub fn start_controllers(state: &Conductor) -> Vec<tokio::task::JoinHandle<()>> {
+    let reconciler: Arc<dyn StackReconciler> = Arc::new(ConductorReconciler(state.clone()));
     let mut handles = Vec::new();
     for d in state.drivers.drivers() {
-        handles.extend(d.watch(tx.clone()));
+        handles.extend(d.run_controllers(Arc::clone(&reconciler)));
     }
-    drop(tx);
-    if handles.is_empty() {
-        return handles;
-    }
-    let state = state.clone();
-    handles.push(tokio::spawn(run(state, rx)));
     handles
 }
 
-async fn run(state: Conductor, mut rx: mpsc::UnboundedReceiver<Change>) {
-    // On start (and so on each leader change): everything waiting. Until the watches have
-    // listed, the driver answers Unknown and nothing is concluded; their first lists end
-    // with Change::All.
-    metrics::reconcile_pass("start");
-    if let Err(e) = reconcile_all(&state).await {
-        tracing::error!(error = %e, "reconcile pass failed");
+/// What the drivers' controllers call: the conductor's side of a reconcile.
+pub struct ConductorReconciler(Conductor);
+
+#[async_trait]
+impl StackReconciler for ConductorReconciler {
+    async fn reconcile(&self, stack: &str) -> Result<Option<Duration>, ReconcileFailed> {
+        let next = reconcile_stack(&self.0, stack)
+            .await
+            .map_err(|e| ReconcileFailed(e.to_string()))?;
+        Ok(next.map(|at| {
+            (at - chrono::Utc::now().naive_utc())
+                .to_std()
+                .unwrap_or_default()
+        }))
     }
-    let mut tick = tokio::time::interval(DEADLINE_TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            change = rx.recv() => {
-                let Some(first) = change else { return };
-                // Everything queued meanwhile, de-duplicated: one look per cluster.
-                let mut all = false;
-                let mut stacks = BTreeSet::new();
-                let mut next = Some(first);
-                while let Some(c) = next {
-                    match c {
-                        Change::All => all = true,
-                        Change::Stack(s) => { stacks.insert(s); }
-                    }
-                    next = rx.try_recv().ok();
-                }
-                let result = if all {
-                    metrics::reconcile_pass("relist");
-                    reconcile_all(&state).await
-                } else {
-                    metrics::reconcile_pass("change");
-                    reconcile_stacks(&state, &stacks).await
-                };
-                if let Err(e) = result {
-                    tracing::error!(error = %e, "reconcile pass failed");
-                }
-            }
-            _ = tick.tick() => {
-                metrics::reconcile_pass("deadline");
-                if let Err(e) = reconcile_expired(&state).await {
-                    tracing::error!(error = %e, "deadline pass failed");
-                }
-            }
-        }
+
+    async fn waiting_stacks(&self) -> Result<Vec<String>, ReconcileFailed> {
+        waiting_stacks(&self.0)
+            .await
+            .map_err(|e| ReconcileFailed(e.to_string()))
     }
 }
 
-/// Every waiting operation, and the facts of their clusters.
-async fn reconcile_all(state: &Conductor) -> Result<(), sqlx::Error> {
+/// The backend clusters of every waiting operation.
+async fn waiting_stacks(state: &Conductor) -> Result<Vec<String>, sqlx::Error> {
     let ops = state.store.waiting_operations(None).await?;
-    let mut clusters = BTreeSet::new();
-    for op in &ops {
-        clusters.insert(op.cluster_uuid.clone());
-        reconcile_logged(state, op).await;
-    }
-    for uuid in clusters {
+    let uuids: BTreeSet<String> = ops.into_iter().map(|o| o.cluster_uuid).collect();
+    let mut stacks = BTreeSet::new();
+    for uuid in uuids {
         if let Some(c) = state.store.cluster_by_uuid(&uuid).await? {
-            record_facts(state, &c).await?;
+            stacks.extend(c.stack_id.filter(|s| !s.is_empty()));
         }
     }
-    Ok(())
+    Ok(stacks.into_iter().collect())
 }
 
-async fn reconcile_stacks(state: &Conductor, stacks: &BTreeSet<String>) -> Result<(), sqlx::Error> {
-    for stack in stacks {
-        let clusters = state
-            .store
-            .find_clusters(&Tenancy::All, ClusterBy::StackId(stack))
-            .await?;
-        for cluster in clusters {
-            record_facts(state, &cluster).await?;
-            for op in state.store.waiting_operations(Some(&cluster.uuid)).await? {
-                reconcile_logged(state, &op).await;
+/// One backend cluster: the facts of its Magnum cluster, and each operation waiting on it,
+/// from one read of the store ([`crate::store::backend_clusters`]). Returns the earliest
+/// deadline of what still waits. A database error on one operation is logged and the others
+/// go on; the first such error is returned (the controller backs off and looks again).
+async fn reconcile_stack(
+    state: &Conductor,
+    stack: &str,
+) -> Result<Option<NaiveDateTime>, sqlx::Error> {
+    let mut next: Option<NaiveDateTime> = None;
+    let mut first_error = None;
+    for rows in state.store.stack_rows(stack).await? {
+        record_facts(state, &rows.cluster, &rows.nodegroups).await?;
+        for op in &rows.waiting {
+            let subject =
+                subject_of(state, op, rows.cluster.clone(), rows.nodegroups.clone()).await;
+            let judged = match subject {
+                Ok(subject) => judge(state, op, subject).await,
+                Err(e) => Err(e),
+            };
+            match judged {
+                Ok(Some(at)) => next = Some(next.map_or(at, |n| n.min(at))),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(operation = op.id, error = %e, "cannot reconcile an operation");
+                    first_error.get_or_insert(e);
+                }
             }
         }
     }
-    Ok(())
-}
-
-async fn reconcile_expired(state: &Conductor) -> Result<(), sqlx::Error> {
-    for op in state.store.expired_operations().await? {
-        reconcile_logged(state, &op).await;
-    }
-    Ok(())
-}
-
-/// One operation; a database error is logged and the pass goes on with the next (the
-/// operation stays waiting and is looked at again on the next trigger).
-async fn reconcile_logged(state: &Conductor, op: &Operation) {
-    if let Err(e) = reconcile_op(state, op).await {
-        tracing::error!(operation = op.id, error = %e, "cannot reconcile an operation");
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(next),
     }
 }
 
@@ -192,25 +164,41 @@ pub async fn look_now(state: &Conductor, op: &Operation) -> Result<(), sqlx::Err
         .into_iter()
         .find(|o| o.id == op.id);
     match waiting {
-        Some(w) => reconcile_op(state, &w).await,
+        Some(w) => reconcile_op(state, &w).await.map(|_| ()),
         None => Ok(()),
     }
 }
 
-/// Looks at one waiting operation and writes what the backend shows.
-pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx::Error> {
+/// Looks at one waiting operation and writes what the backend shows. Returns its stored
+/// deadline while it still waits.
+pub async fn reconcile_op(
+    state: &Conductor,
+    op: &Operation,
+) -> Result<Option<NaiveDateTime>, sqlx::Error> {
+    let subject = load(state, op).await?;
+    judge(state, op, subject).await
+}
+
+/// The verdict on one waiting operation, written.
+async fn judge(
+    state: &Conductor,
+    op: &Operation,
+    subject: Result<Subject, LoadError>,
+) -> Result<Option<NaiveDateTime>, sqlx::Error> {
     const W: OpState = OpState::Waiting;
-    let subject = match load(state, op).await? {
+    let subject = match subject {
         Ok(s) => s,
         // What it worked on is gone (the row a delete waited to remove, or a nodegroup a
         // later request deleted).
         Err(e) if e.is_gone() => {
             metrics::reconcile_write("finish");
-            return outcome::gone(state, op, W).await;
+            return outcome::gone(state, op, W).await.map(|()| None);
         }
         Err(reason) => {
             metrics::reconcile_write("fail");
-            return outcome::fail(state, op, None, &reason.to_string(), W).await;
+            return outcome::fail(state, op, None, &reason.to_string(), W)
+                .await
+                .map(|()| None);
         }
     };
     let target_version = match op.kind() {
@@ -221,22 +209,32 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
         .driver
         .observe(&in_flight(op, &subject, target_version.as_deref()));
     match verdict {
-        Verdict::Unknown => Ok(()),
+        // Not known yet (the view has not listed): its listing triggers the next look.
+        Verdict::Unknown => Ok(None),
         Verdict::Complete => {
             observe_lag(op, "complete");
             metrics::reconcile_write("finish");
-            outcome::finish(state, op, &subject, W).await
+            outcome::finish(state, op, &subject, W).await.map(|()| None)
         }
         Verdict::Failed { reason } => {
             observe_lag(op, "failed");
             metrics::reconcile_write("fail");
-            outcome::fail(state, op, Some(&subject), &reason, W).await
+            outcome::fail(state, op, Some(&subject), &reason, W)
+                .await
+                .map(|()| None)
         }
         Verdict::InProgress { reason, marker } => {
             let deadline = subject.driver.progress_deadline().as_secs();
+            let mut next = op.deadline_at;
             if op.progress.as_deref() != Some(marker.as_str()) {
                 state.store.note_progress(op.id, &marker, deadline).await?;
                 metrics::reconcile_write("progress");
+                next = Some(
+                    chrono::Utc::now().naive_utc()
+                        + chrono::Duration::seconds(
+                            i64::try_from(deadline).unwrap_or(i64::MAX / 1000),
+                        ),
+                );
             } else if deadline_passed(op) {
                 let mut why = format!(
                     "Cluster API made no progress on {} within {deadline} seconds",
@@ -248,13 +246,15 @@ pub async fn reconcile_op(state: &Conductor, op: &Operation) -> Result<(), sqlx:
                 }
                 observe_lag(op, "failed");
                 metrics::reconcile_write("fail");
-                return outcome::fail(state, op, Some(&subject), &why, W).await;
+                return outcome::fail(state, op, Some(&subject), &why, W)
+                    .await
+                    .map(|()| None);
             }
             // A roll-back leaves the failure's reason in place while it runs.
-            if op.kind() == OpKind::Rollback {
-                return Ok(());
+            if op.kind() != OpKind::Rollback {
+                show_reason(state, &subject, reason).await?;
             }
-            show_reason(state, &subject, reason).await
+            Ok(next)
         }
     }
 }

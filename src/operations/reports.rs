@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::dispatch::Subject;
 use super::Conductor;
 use crate::drivers::NodeGroupRef;
-use crate::model::Cluster;
+use crate::model::{Cluster, NodeGroup};
 use crate::store::{ClusterSet, NodeGroupSet};
 use crate::telemetry::metrics;
 
@@ -40,8 +40,13 @@ pub(super) async fn show_reason(
 }
 
 /// Writes what the backend shows about a cluster (`api_address`, `coe_version`,
-/// `node_addresses`) where it differs from the row.
-pub(super) async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result<(), sqlx::Error> {
+/// `node_addresses`) where it differs from the rows (the cluster and its nodegroups as
+/// read).
+pub(super) async fn record_facts(
+    state: &Conductor,
+    cluster: &Cluster,
+    ngs: &[NodeGroup],
+) -> Result<(), sqlx::Error> {
     let Ok(driver) = state.driver_of(cluster).await? else {
         return Ok(());
     };
@@ -59,10 +64,6 @@ pub(super) async fn record_facts(state: &Conductor, cluster: &Cluster) -> Result
         state.store.update_cluster(&cluster.uuid, &ch).await?;
         metrics::reconcile_write("facts");
     }
-    let ngs = state
-        .store
-        .nodegroups_of_clusters(std::slice::from_ref(&cluster.uuid))
-        .await?;
     for (which, addresses) in &facts.addresses {
         let found = ngs.iter().find(|n| match which {
             NodeGroupRef::ControlPlane => n.is_master() && n.is_default(),

@@ -8,7 +8,7 @@ use super::Conductor;
 /// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)
 /// until `stop` turns true.
 async fn conduct(state: Conductor, stop: tokio::sync::watch::Receiver<bool>) {
-    let watchers = super::start_watchers(&state);
+    let watchers = super::start_controllers(&state);
     let heartbeat = tokio::spawn(crate::mservice::heartbeat(
         state.store.clone(),
         state.config.service.clone(),

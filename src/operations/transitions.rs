@@ -1,26 +1,26 @@
 //! The statuses an operation leaves behind, as pure functions of its kind (Magnum's
 //! conductor handlers and its `ClusterStatus` rules); [`super::outcome`] writes them.
 
-use crate::model::status;
+use crate::model::Status;
 use crate::store::operations::OpKind;
 
 /// The cluster's and the operation's nodegroup's status after an operation ends; `None`
 /// where the operation writes none (a row it removes, a cluster with other work open).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Statuses {
-    pub cluster: Option<&'static str>,
-    pub nodegroup: Option<&'static str>,
+    pub cluster: Option<Status>,
+    pub nodegroup: Option<Status>,
 }
 
 /// After the backend finished an operation of `kind`. `cluster_done`: no other operation of
 /// the cluster is open; until then the cluster stays in progress.
 pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
-    let cluster = cluster_done.then_some(status::UPDATE_COMPLETE);
+    let cluster = cluster_done.then_some(Status::UpdateComplete);
     match kind {
         // Every nodegroup of the new cluster completes with it.
         OpKind::CreateCluster => Statuses {
-            cluster: Some(status::CREATE_COMPLETE),
-            nodegroup: Some(status::CREATE_COMPLETE),
+            cluster: Some(Status::CreateComplete),
+            nodegroup: Some(Status::CreateComplete),
         },
         // The rows are removed.
         OpKind::DeleteCluster => Statuses {
@@ -33,11 +33,11 @@ pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
         },
         OpKind::CreateNodeGroup => Statuses {
             cluster,
-            nodegroup: Some(status::CREATE_COMPLETE),
+            nodegroup: Some(Status::CreateComplete),
         },
         OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup => Statuses {
             cluster,
-            nodegroup: Some(status::UPDATE_COMPLETE),
+            nodegroup: Some(Status::UpdateComplete),
         },
         // The failure it undoes stays what the API shows (`UPDATE_FAILED` and its reason);
         // a cluster left in progress by other work settles (`outcome::finish`).
@@ -52,12 +52,12 @@ pub fn completed(kind: OpKind, cluster_done: bool) -> Statuses {
 /// the reason.
 pub fn failed(kind: OpKind) -> Statuses {
     let (cluster, nodegroup) = match kind {
-        OpKind::CreateCluster => (status::CREATE_FAILED, status::CREATE_FAILED),
-        OpKind::DeleteCluster => (status::DELETE_FAILED, status::DELETE_FAILED),
-        OpKind::CreateNodeGroup => (status::UPDATE_FAILED, status::CREATE_FAILED),
-        OpKind::DeleteNodeGroup => (status::UPDATE_FAILED, status::DELETE_FAILED),
+        OpKind::CreateCluster => (Status::CreateFailed, Status::CreateFailed),
+        OpKind::DeleteCluster => (Status::DeleteFailed, Status::DeleteFailed),
+        OpKind::CreateNodeGroup => (Status::UpdateFailed, Status::CreateFailed),
+        OpKind::DeleteNodeGroup => (Status::UpdateFailed, Status::DeleteFailed),
         OpKind::Resize | OpKind::Upgrade | OpKind::UpdateNodeGroup | OpKind::Rollback => {
-            (status::UPDATE_FAILED, status::UPDATE_FAILED)
+            (Status::UpdateFailed, Status::UpdateFailed)
         }
     };
     Statuses {
@@ -86,14 +86,14 @@ mod tests {
         for kind in ALL {
             let open = completed(kind, false);
             if kind == OpKind::CreateCluster {
-                assert_eq!(open.cluster, Some(status::CREATE_COMPLETE));
+                assert_eq!(open.cluster, Some(Status::CreateComplete));
             } else {
                 assert_eq!(open.cluster, None, "{kind:?}");
             }
         }
         assert_eq!(
             completed(OpKind::Resize, true).cluster,
-            Some(status::UPDATE_COMPLETE)
+            Some(Status::UpdateComplete)
         );
     }
 
@@ -101,19 +101,19 @@ mod tests {
     fn nodegroup_statuses_follow_magnums_conductor() {
         assert_eq!(
             completed(OpKind::CreateNodeGroup, true).nodegroup,
-            Some(status::CREATE_COMPLETE)
+            Some(Status::CreateComplete)
         );
         assert_eq!(completed(OpKind::DeleteNodeGroup, true).nodegroup, None);
         assert_eq!(
             failed(OpKind::CreateNodeGroup),
             Statuses {
-                cluster: Some(status::UPDATE_FAILED),
-                nodegroup: Some(status::CREATE_FAILED)
+                cluster: Some(Status::UpdateFailed),
+                nodegroup: Some(Status::CreateFailed)
             }
         );
         assert_eq!(
             failed(OpKind::DeleteNodeGroup).nodegroup,
-            Some(status::DELETE_FAILED)
+            Some(Status::DeleteFailed)
         );
     }
 
@@ -135,7 +135,7 @@ mod tests {
             let f = failed(kind);
             for s in [f.cluster, f.nodegroup] {
                 let s = s.expect("a failure writes both");
-                assert!(status::FAILED.contains(&s), "{kind:?}: {s}");
+                assert!(s.is_failed(), "{kind:?}: {s}");
             }
         }
     }

@@ -157,7 +157,11 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
             if op.kind() == crate::store::operations::OpKind::Rollback {
                 crate::failpoint::hit("rollback-sent");
             }
-            if outcome::after_driver(state, &op, &subject, done).await? == outcome::Next::Waiting {
+            // The change may already be visible: the driver's controller looks at once (and
+            // schedules the deadline); without one, the worker looks itself.
+            if outcome::after_driver(state, &op, &subject, done).await? == outcome::Next::Waiting
+                && !subject.driver.look_again(&subject.cluster)
+            {
                 super::reconcile::look_now(state, &op).await?;
             }
             Ok(())

@@ -10,7 +10,7 @@ use super::nodegroups::insert_nodegroup_on;
 use super::operation_rows::{insert_operation, transition_on};
 use super::schema::{ClusterCol, NodeGroupCol};
 use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
-use crate::model::{Cluster, NodeGroup};
+use crate::model::{Cluster, NodeGroup, Status};
 use crate::operation::{NewOperation, OpState};
 
 /// Writes that must land together, with at most one operation record, and the conditions
@@ -38,7 +38,7 @@ enum Step {
     /// cluster's lock, so two operations ending at once cannot both leave it in progress).
     SettleCluster {
         uuid: String,
-        status: String,
+        status: Status,
         except: i64,
         /// Only a cluster left `*_IN_PROGRESS` (a roll-back must not hide a failure).
         only_in_progress: bool,
@@ -150,10 +150,10 @@ impl Batch {
     /// `status` (with an empty reason) on the cluster `uuid` if operation `except` is the
     /// last of its open operations, and the cluster is not being deleted. The batch needs a
     /// [`Guard::Cluster`] on it (its lock makes the count true until the commit).
-    pub fn settle_cluster(mut self, uuid: &str, status: &str, except: i64) -> Self {
+    pub fn settle_cluster(mut self, uuid: &str, status: Status, except: i64) -> Self {
         self.steps.push(Step::SettleCluster {
             uuid: uuid.to_string(),
-            status: status.to_string(),
+            status,
             except,
             only_in_progress: false,
         });
@@ -162,10 +162,10 @@ impl Batch {
 
     /// [`Batch::settle_cluster`], only for a cluster that other work left `*_IN_PROGRESS`
     /// (a failure it shows stays).
-    pub fn settle_cluster_in_progress(mut self, uuid: &str, status: &str, except: i64) -> Self {
+    pub fn settle_cluster_in_progress(mut self, uuid: &str, status: Status, except: i64) -> Self {
         self.steps.push(Step::SettleCluster {
             uuid: uuid.to_string(),
-            status: status.to_string(),
+            status,
             except,
             only_in_progress: true,
         });
@@ -356,7 +356,7 @@ impl Store {
                     .scalar_optional(&mut tx)
                     .await?;
                     if others.is_none() {
-                        let changes = cluster_columns(&ClusterSet::status(status));
+                        let changes = cluster_columns(&ClusterSet::status(*status));
                         let only = if *only_in_progress {
                             IN_PROGRESS_NOT_DELETING
                         } else {

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::schema::{ClusterCol, NodeGroupCol};
 use super::Bind;
+use crate::model::Status;
 
 /// A change to one column of `cluster`.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,17 +41,17 @@ pub enum NodeGroupSet {
 
 impl ClusterSet {
     /// `status` with an empty `status_reason`, the pair every state change writes.
-    pub fn status(status: &str) -> [ClusterSet; 2] {
+    pub fn status(status: Status) -> [ClusterSet; 2] {
         [
-            ClusterSet::Status(status.to_string()),
+            ClusterSet::Status(status.into()),
             ClusterSet::StatusReason(None),
         ]
     }
 
     /// A `*_FAILED` status with its reason.
-    pub fn failed(status: &str, reason: &str) -> [ClusterSet; 2] {
+    pub fn failed(status: Status, reason: &str) -> [ClusterSet; 2] {
         [
-            ClusterSet::Status(status.to_string()),
+            ClusterSet::Status(status.into()),
             ClusterSet::StatusReason(Some(reason.to_string())),
         ]
     }
@@ -83,17 +84,17 @@ impl ClusterSet {
 
 impl NodeGroupSet {
     /// `status` with an empty `status_reason`.
-    pub fn status(status: &str) -> [NodeGroupSet; 2] {
+    pub fn status(status: Status) -> [NodeGroupSet; 2] {
         [
-            NodeGroupSet::Status(status.to_string()),
+            NodeGroupSet::Status(status.into()),
             NodeGroupSet::StatusReason(None),
         ]
     }
 
     /// A `*_FAILED` status with its reason.
-    pub fn failed(status: &str, reason: &str) -> [NodeGroupSet; 2] {
+    pub fn failed(status: Status, reason: &str) -> [NodeGroupSet; 2] {
         [
-            NodeGroupSet::Status(status.to_string()),
+            NodeGroupSet::Status(status.into()),
             NodeGroupSet::StatusReason(Some(reason.to_string())),
         ]
     }

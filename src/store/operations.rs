@@ -11,7 +11,7 @@ pub use super::guard::Refused as ResizeRefused;
 use super::guard::{Guard, StatusRule};
 use super::operation_rows::{operations, transition_on, OP_COLUMNS};
 use super::{now, stmt, stored_time, Bind, Store};
-use crate::model::{status, Tenancy};
+use crate::model::{status, Status, Tenancy};
 pub use crate::operation::{NewOperation, OpKind, OpPayload, OpState, Operation, Wait};
 
 /// A resize to accept ([`Store::accept_resize`]), of rows the caller was shown.
@@ -79,7 +79,7 @@ impl Store {
             allowed,
             cluster_changes,
         } = resize;
-        let in_progress = status::UPDATE_IN_PROGRESS;
+        let in_progress = Status::UpdateInProgress;
         op.nodegroup_uuid = Some(nodegroup_uuid.clone());
         op.new_count = Some(new_count);
         let mut cluster_set = cluster_changes;
@@ -307,16 +307,6 @@ impl Store {
         );
         let mut binds = vec![Bind::text(OpState::Waiting.as_str())];
         binds.extend(cluster_uuid.map(Bind::text));
-        operations(sql, binds, &mut self.conn().await?).await
-    }
-
-    /// Waiting operations whose deadline has passed (an indexed range read).
-    pub async fn expired_operations(&self) -> Result<Vec<Operation>, sqlx::Error> {
-        let sql = format!(
-            "SELECT {OP_COLUMNS} FROM magnum_rs_operation WHERE state = ? AND deadline_at <= ? \
-             ORDER BY id"
-        );
-        let binds = vec![Bind::text(OpState::Waiting.as_str()), Bind::text(now())];
         operations(sql, binds, &mut self.conn().await?).await
     }
 

@@ -153,7 +153,7 @@ fn metrics() -> &'static Metrics {
         );
         registry.register(
             "reconcile_passes",
-            "Passes of the reconciler over waiting operations, by trigger (start, relist, change, deadline)",
+            "Looks of the reconciler, by trigger (start, relist, change, gone)",
             m.reconcile_passes.clone(),
         );
         registry.register(
@@ -269,7 +269,7 @@ pub fn watch_cache(management_cluster: &str, kind: &str, synced: bool, objects: 
         .set(i64::try_from(objects).unwrap_or(i64::MAX));
 }
 
-/// Counts one pass of the reconciler (`trigger`: start, relist, change, deadline).
+/// Counts one look of the reconciler (`trigger`: start, relist, change, gone).
 pub fn reconcile_pass(trigger: &'static str) {
     metrics()
         .reconcile_passes

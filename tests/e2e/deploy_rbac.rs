@@ -23,7 +23,8 @@ use magnum_rs::config::Config;
 use magnum_rs::drivers::cluster_api::driver::KubeClusterApiDriver;
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::drivers::{
-    Background, Change, DriverError, InFlight, Lifecycle, Progress, ResizeRequest, Verdict,
+    Background, DriverError, InFlight, Lifecycle, Progress, ReconcileFailed, ResizeRequest,
+    StackReconciler, Verdict,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::store::operations::OpKind;
@@ -226,7 +227,7 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
     assert!(driver.management_status().await[0].leader);
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let watchers = driver.watch(tx);
+    let watchers = driver.run_controllers(std::sync::Arc::new(Forward(tx)));
 
     let res = Resources::at(&config.drivers.cluster_api.api_version);
     let stack = format!(
@@ -393,7 +394,7 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
                 )
             })
             .expect("watchers alive");
-        let ours = matches!(&change, Change::Stack(s) if *s == stack) || change == Change::All;
+        let ours = change == stack;
         if ours && driver.observe(&resize) == Verdict::Complete {
             break;
         }
@@ -504,4 +505,19 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         let _ = admin_api(ar).delete(&name, &DeleteParams::default()).await;
     }
     let _ = leases.delete(&lease_name, &DeleteParams::default()).await;
+}
+
+/// The controller's reconciles, as the names of the clusters it looks at.
+struct Forward(tokio::sync::mpsc::UnboundedSender<String>);
+
+#[async_trait::async_trait]
+impl StackReconciler for Forward {
+    async fn reconcile(&self, stack: &str) -> Result<Option<Duration>, ReconcileFailed> {
+        let _ = self.0.send(stack.to_string());
+        Ok(None)
+    }
+
+    async fn waiting_stacks(&self) -> Result<Vec<String>, ReconcileFailed> {
+        Ok(Vec::new())
+    }
 }

@@ -20,7 +20,7 @@ use crate::api::query::Query;
 use crate::api::refusals::{Refusing, Subject};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
-    status, Cluster, ClusterTemplate, NodeGroup, RequestContext, ROLE_MASTER, ROLE_WORKER,
+    status, Cluster, ClusterTemplate, NodeGroup, RequestContext, Status, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
@@ -126,7 +126,7 @@ impl ClusterCreate {
         let merge_labels = b.boolean("merge_labels")?.unwrap_or(false);
         let discovery_url = b.text("discovery_url")?;
         // Accepted and ignored, but typed as WSME types them (a wrong type is a 400 there too).
-        b.one_of("status", &status::ALL)?;
+        b.one_of("status", &status::NAMES)?;
         b.text("status_reason")?;
         b.one_of("health_status", &HEALTH_STATUSES)?;
         b.text_dict("health_status_reason")?;
@@ -225,7 +225,7 @@ pub(super) async fn create_cluster(
         labels: Some(labels.clone()),
         master_flavor_id: or_template(req.master_flavor_id, &template.master_flavor_id),
         flavor_id: or_template(req.flavor_id, &template.flavor_id),
-        status: Some(status::CREATE_IN_PROGRESS.into()),
+        status: Some(Status::CreateInProgress.into()),
         create_timeout,
         discovery_url: req.discovery_url,
         fixed_network: or_template(req.fixed_network, &template.fixed_network),
@@ -340,7 +340,7 @@ fn default_nodegroups(
             min_node_count: if master { 0 } else { min_node_count },
             role: Some(role.into()),
             is_default: Some(true),
-            status: Some(status::CREATE_IN_PROGRESS.into()),
+            status: Some(Status::CreateInProgress.into()),
             ..NodeGroup::default()
         }
     };

@@ -21,7 +21,7 @@ use super::query::{base_url, check_marker, next_link, PageArgs, Query, PAGINATIO
 use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
-use crate::model::{status, RequestContext, Tenancy};
+use crate::model::{status, RequestContext, Status, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
 use crate::store::{Batch, ClusterSet, Guard, Marker, Refused, Table};
@@ -233,7 +233,7 @@ async fn show_cluster(
     let base = base_url(&headers);
     let mut items = render_details(&state, std::slice::from_ref(&c), version, &base).await?;
     let mut doc = items.pop().unwrap_or(Value::Null);
-    if status::FAILED.contains(&c.status.as_deref().unwrap_or_default()) {
+    if status::is_failed(c.status.as_deref().unwrap_or_default()) {
         let ngs = state
             .store
             .nodegroups_of_clusters(std::slice::from_ref(&c.uuid))
@@ -270,7 +270,7 @@ async fn delete_cluster(
     let batch = Batch::default()
         .guard(Guard::cluster(&c.uuid, tenancy))
         .guard(Guard::cluster_status(&c.uuid, status::not_deleting))
-        .cluster(&c.uuid, ClusterSet::status(status::DELETE_IN_PROGRESS))
+        .cluster(&c.uuid, ClusterSet::status(Status::DeleteInProgress))
         .operation(NewOperation {
             cluster_uuid: c.uuid.clone(),
             nodegroup_uuid: None,

@@ -20,7 +20,7 @@ use crate::api::lookup;
 use crate::api::query::{base_url, Query};
 use crate::api::refusals::{Refusing, Subject};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{status, NodeGroup, RequestContext, Tenancy};
+use crate::model::{status, NodeGroup, RequestContext, Status, Tenancy};
 use crate::state::AppState;
 use crate::store::operations::{NewOperation, OpPayload};
 use crate::store::{Batch, ClusterSet, Guard};
@@ -174,7 +174,7 @@ pub(super) async fn create_nodegroup(
     ng.project_id = ctx.project_id.clone().unwrap_or_default();
     ng.is_default = Some(req.is_default.unwrap_or(false));
     ng.stack_id = cluster.stack_id.clone();
-    ng.status = Some(status::CREATE_IN_PROGRESS.into());
+    ng.status = Some(Status::CreateInProgress.into());
     // Checked again under the cluster's lock in the transaction that inserts: a cluster
     // delete that raced this create either sees the new nodegroup (and deletes it with the
     // cluster) or this create finds the cluster gone or being deleted.
@@ -184,7 +184,7 @@ pub(super) async fn create_nodegroup(
         .insert_nodegroup(ng.clone())
         .cluster(
             &cluster.uuid,
-            [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
+            [ClusterSet::Status(Status::UpdateInProgress.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),

@@ -23,7 +23,7 @@ use super::query::{base_url, next_link, PageArgs, Query};
 use super::refusals::{Refusing, Subject};
 use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
-use crate::model::{status, RequestContext, Tenancy};
+use crate::model::{status, RequestContext, Status, Tenancy};
 use crate::state::AppState;
 use crate::store::nodegroups::NodeGroupFilter;
 use crate::store::operations::{NewOperation, OpPayload};
@@ -174,11 +174,11 @@ async fn delete_nodegroup(
         .guard(Guard::nodegroup_status(&ng.uuid, status::not_deleting))
         .nodegroup(
             &ng.uuid,
-            [NodeGroupSet::Status(status::DELETE_IN_PROGRESS.into())],
+            [NodeGroupSet::Status(Status::DeleteInProgress.into())],
         )
         .cluster(
             &cluster.uuid,
-            [ClusterSet::Status(status::UPDATE_IN_PROGRESS.into())],
+            [ClusterSet::Status(Status::UpdateInProgress.into())],
         )
         .operation(NewOperation {
             cluster_uuid: cluster.uuid.clone(),

@@ -15,20 +15,20 @@
 //! - an upgrade is done when every Machine of the cluster runs the new version and the
 //!   control plane and deployments are rolled out (`upToDateReplicas == replicas`).
 
-use serde_json::Value;
+use std::sync::Arc;
 
+use super::slim::SlimObject;
 use super::status;
-use super::topology::{CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
 use crate::drivers::{NodeGroupRef, Verdict};
 use crate::operation::OpKind;
 
-/// One workload cluster's objects, as JSON.
+/// One workload cluster's objects, as the watch caches hold them.
 #[derive(Clone, Debug, Default)]
 pub struct StackView {
-    pub cluster: Option<Value>,
-    pub control_plane: Option<Value>,
-    pub deployments: Vec<Value>,
-    pub machines: Vec<Value>,
+    pub cluster: Option<Arc<SlimObject>>,
+    pub control_plane: Option<Arc<SlimObject>>,
+    pub deployments: Vec<Arc<SlimObject>>,
+    pub machines: Vec<Arc<SlimObject>>,
 }
 
 /// What an operation waits for, in Cluster API terms.
@@ -47,79 +47,50 @@ pub struct Awaited<'a> {
     pub generation: Option<i64>,
 }
 
-fn label<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
-    obj.pointer("/metadata/labels")
-        .and_then(|l| l.get(key))
-        .and_then(Value::as_str)
-}
-
-fn name(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 impl StackView {
-    pub fn deployment(&self, nodegroup: &str) -> Option<&Value> {
+    pub fn deployment(&self, nodegroup: &str) -> Option<&SlimObject> {
         self.deployments
             .iter()
-            .find(|d| label(d, DEPLOYMENT_NAME_LABEL) == Some(nodegroup))
+            .map(AsRef::as_ref)
+            .find(|d| d.labels.deployment_name.as_deref() == Some(nodegroup))
     }
 
     /// The Machines of one nodegroup.
-    pub fn machines_of<'s>(&'s self, ng: &'s NodeGroupRef) -> impl Iterator<Item = &'s Value> {
-        self.machines.iter().filter(move |m| match ng {
-            NodeGroupRef::ControlPlane => label(m, CONTROL_PLANE_LABEL).is_some(),
-            NodeGroupRef::Worker(n) => label(m, DEPLOYMENT_NAME_LABEL) == Some(n.as_str()),
-        })
+    pub fn machines_of<'s>(&'s self, ng: &'s NodeGroupRef) -> impl Iterator<Item = &'s SlimObject> {
+        self.machines
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(move |m| match ng {
+                NodeGroupRef::ControlPlane => m.labels.control_plane,
+                NodeGroupRef::Worker(n) => m.labels.deployment_name.as_deref() == Some(n.as_str()),
+            })
     }
 
-    fn object_of(&self, ng: &NodeGroupRef) -> Option<&Value> {
+    fn object_of(&self, ng: &NodeGroupRef) -> Option<&SlimObject> {
         match ng {
-            NodeGroupRef::ControlPlane => self.control_plane.as_ref(),
+            NodeGroupRef::ControlPlane => self.control_plane.as_deref(),
             NodeGroupRef::Worker(n) => self.deployment(n),
         }
     }
 }
 
-fn conditions(v: &Value) -> impl Iterator<Item = &Value> {
-    v.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-}
-
-fn condition<'v>(v: &'v Value, kind: &str) -> Option<&'v Value> {
-    conditions(v).find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
-}
-
-fn condition_true(v: &Value, kind: &str) -> bool {
-    condition(v, kind)
-        .and_then(|c| c.get("status"))
-        .and_then(Value::as_str)
-        == Some("True")
+fn condition_true(o: &SlimObject, kind: &str) -> bool {
+    o.condition(kind).is_some_and(|c| c.is("True"))
 }
 
 /// The controller's own words while an object moves: the message of a True
 /// `ScalingUp`/`ScalingDown`/`RollingOut` condition, or of a False `Available` one.
-pub fn moving_message(obj: &Value) -> Option<String> {
-    let message = |c: &Value| {
-        c.get("message")
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-    };
-    for kind in ["ScalingUp", "ScalingDown", "RollingOut"] {
-        if let Some(m) = condition(obj, kind)
-            .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
-            .and_then(message)
-        {
-            return Some(m);
-        }
-    }
-    condition(obj, "Available")
-        .filter(|c| c.get("status").and_then(Value::as_str) == Some("False"))
-        .and_then(message)
+pub fn moving_message(obj: &SlimObject) -> Option<String> {
+    ["ScalingUp", "ScalingDown", "RollingOut"]
+        .into_iter()
+        .filter_map(|kind| obj.condition(kind).filter(|c| c.is("True")))
+        .find_map(|c| c.text())
+        .or_else(|| {
+            obj.condition("Available")
+                .filter(|c| c.is("False"))
+                .and_then(|c| c.text())
+        })
+        .map(str::to_string)
 }
 
 /// What the topology controller reported for our change (or a later one): a
@@ -131,12 +102,10 @@ enum TopologyFailure {
     Retrying(String),
 }
 
-fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<TopologyFailure> {
-    let c = condition(cluster, "TopologyReconciled")?;
-    let failed = c.get("status").and_then(Value::as_str) == Some("False")
-        && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed");
-    let seen = c.get("observedGeneration").and_then(Value::as_i64);
-    let current = match (since, seen) {
+fn topology_failure(cluster: &SlimObject, since: Option<i64>) -> Option<TopologyFailure> {
+    let c = cluster.condition("TopologyReconciled")?;
+    let failed = c.is("False") && c.reason.as_deref() == Some("ReconcileFailed");
+    let current = match (since, c.observed_generation) {
         (Some(since), Some(seen)) => seen >= since,
         _ => status::topology_failure(cluster).is_some(),
     };
@@ -144,9 +113,7 @@ fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<TopologyFailu
         return None;
     }
     let message = c
-        .get("message")
-        .and_then(Value::as_str)
-        .filter(|m| !m.is_empty())
+        .text()
         .unwrap_or("Cluster API could not reconcile the cluster topology")
         .to_string();
     Some(if status::is_refusal(&message) {
@@ -158,20 +125,16 @@ fn topology_failure(cluster: &Value, since: Option<i64>) -> Option<TopologyFailu
 
 /// The topology controller's message while it has not applied the latest spec (e.g. an
 /// upgrade waiting for the control plane).
-fn topology_pending(cluster: &Value) -> Option<String> {
-    condition(cluster, "TopologyReconciled")
-        .filter(|c| c.get("status").and_then(Value::as_str) == Some("False"))
-        .and_then(|c| c.get("message").and_then(Value::as_str))
-        .filter(|m| !m.is_empty())
+fn topology_pending(cluster: &SlimObject) -> Option<String> {
+    cluster
+        .condition("TopologyReconciled")
+        .filter(|c| c.is("False"))
+        .and_then(|c| c.text())
         .map(str::to_string)
 }
 
-fn int(v: &Value, path: &str) -> Option<i64> {
-    v.pointer(path).and_then(Value::as_i64)
-}
-
 /// The counters that show progress of one object, as text.
-fn marker_of(obj: Option<&Value>) -> String {
+fn marker_of(obj: Option<&SlimObject>) -> String {
     match obj {
         None => "-".into(),
         Some(o) => status::progress_marker(o)
@@ -190,15 +153,7 @@ fn marker(view: &StackView, groups: &[NodeGroupRef]) -> String {
         parts.push(marker_of(view.object_of(g)));
         let mut ms: Vec<String> = view
             .machines_of(g)
-            .map(|m| {
-                format!(
-                    "{}:{}",
-                    name(m),
-                    m.pointer("/status/phase")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                )
-            })
+            .map(|m| format!("{}:{}", m.name(), m.status.phase.as_deref().unwrap_or("")))
             .collect();
         ms.sort();
         parts.push(ms.join(","));
@@ -220,7 +175,7 @@ fn scaled(view: &StackView, ng: &NodeGroupRef, target: i64) -> Result<(), String
         return Err(format!("waiting for Cluster API to create {}", what(ng)));
     };
     // The topology controller copies the Cluster's replicas into the object first.
-    let spec = int(obj, "/spec/replicas");
+    let spec = obj.replicas();
     if spec.is_some_and(|s| s != target) {
         return Err(format!(
             "waiting for Cluster API to apply {target} replicas to {} (now {})",
@@ -234,7 +189,7 @@ fn scaled(view: &StackView, ng: &NodeGroupRef, target: i64) -> Result<(), String
             format!(
                 "{}: {} of {target} replicas ready",
                 what(ng),
-                int(obj, "/status/readyReplicas").unwrap_or(0)
+                obj.status.counters.ready_replicas.unwrap_or(0)
             )
         })),
     }
@@ -242,40 +197,40 @@ fn scaled(view: &StackView, ng: &NodeGroupRef, target: i64) -> Result<(), String
 
 /// Whether every Machine of the cluster runs `version` and every object is rolled out.
 fn upgraded(view: &StackView, version: &str) -> Result<(), String> {
-    if let Some(kcp) = &view.control_plane {
-        if kcp.pointer("/spec/version").and_then(Value::as_str) != Some(version)
-            || kcp.pointer("/status/version").and_then(Value::as_str) != Some(version)
+    if let Some(kcp) = view.control_plane.as_deref() {
+        if kcp.spec.version.as_deref() != Some(version)
+            || kcp.status.version.as_deref() != Some(version)
         {
             return Err(moving_message(kcp)
-                .or_else(|| view.cluster.as_ref().and_then(topology_pending))
+                .or_else(|| view.cluster.as_deref().and_then(topology_pending))
                 .unwrap_or_else(|| format!("upgrading the control plane to {version}")));
         }
-        let target = int(kcp, "/spec/replicas").unwrap_or(1);
+        let target = kcp.replicas().unwrap_or(1);
         scaled(view, &NodeGroupRef::ControlPlane, target)?;
     }
     for md in &view.deployments {
-        let n = label(md, DEPLOYMENT_NAME_LABEL)
-            .unwrap_or_default()
-            .to_string();
-        if md
-            .pointer("/spec/template/spec/version")
-            .and_then(Value::as_str)
-            != Some(version)
-        {
+        let n = md.labels.deployment_name.clone().unwrap_or_default();
+        let md_version = md
+            .spec
+            .template
+            .as_ref()
+            .and_then(|t| t.spec.as_ref())
+            .and_then(|s| s.version.as_deref());
+        if md_version != Some(version) {
             return Err(view
                 .cluster
-                .as_ref()
+                .as_deref()
                 .and_then(topology_pending)
                 .unwrap_or_else(|| format!("waiting to upgrade nodegroup {n} to {version}")));
         }
-        let target = int(md, "/spec/replicas").unwrap_or(0);
+        let target = md.replicas().unwrap_or(0);
         scaled(view, &NodeGroupRef::Worker(n), target)?;
     }
     let old: Vec<&str> = view
         .machines
         .iter()
-        .filter(|m| m.pointer("/spec/version").and_then(Value::as_str) != Some(version))
-        .map(name)
+        .filter(|m| m.spec.version.as_deref() != Some(version))
+        .map(|m| m.name())
         .collect();
     if !old.is_empty() {
         return Err(format!(
@@ -308,7 +263,7 @@ pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
     // Absent from the watch cache is not proof of absence: right after our own create (or
     // a relist) the watch may not have delivered the object yet. Nothing moves without it,
     // so a Cluster deleted behind our back fails at the progress deadline.
-    let Some(cluster) = &view.cluster else {
+    let Some(cluster) = view.cluster.as_deref() else {
         return Verdict::InProgress {
             reason: Some("the Cluster object is not on the management cluster".into()),
             marker: "no-cluster".into(),
@@ -329,7 +284,7 @@ pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
 }
 
 /// The verdict on a change the topology controller has not refused.
-fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
+fn moving(view: &StackView, cluster: &SlimObject, w: &Awaited<'_>) -> Verdict {
     let in_progress = |reason: String, groups: &[NodeGroupRef]| Verdict::InProgress {
         reason: Some(reason),
         marker: marker(view, groups),
@@ -347,9 +302,9 @@ fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
                 return in_progress(r, &groups);
             }
             if !condition_true(cluster, "ControlPlaneAvailable") {
-                let r = condition(cluster, "ControlPlaneAvailable")
-                    .and_then(|c| c.get("message").and_then(Value::as_str))
-                    .filter(|m| !m.is_empty())
+                let r = cluster
+                    .condition("ControlPlaneAvailable")
+                    .and_then(|c| c.text())
                     .unwrap_or("waiting for the control plane to become available")
                     .to_string();
                 return in_progress(r, &groups);
@@ -391,9 +346,11 @@ fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
                 return Verdict::Complete;
             };
             let mut groups = vec![NodeGroupRef::ControlPlane];
-            groups.extend(view.deployments.iter().filter_map(|d| {
-                label(d, DEPLOYMENT_NAME_LABEL).map(|n| NodeGroupRef::Worker(n.to_string()))
-            }));
+            groups.extend(
+                view.deployments
+                    .iter()
+                    .filter_map(|d| d.labels.deployment_name.clone().map(NodeGroupRef::Worker)),
+            );
             match upgraded(view, version) {
                 Ok(()) => Verdict::Complete,
                 Err(r) => {
@@ -401,13 +358,7 @@ fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
                         .machines
                         .iter()
                         .map(|m| {
-                            format!(
-                                "{}={}",
-                                name(m),
-                                m.pointer("/spec/version")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                            )
+                            format!("{}={}", m.name(), m.spec.version.as_deref().unwrap_or(""))
                         })
                         .collect();
                     Verdict::InProgress {
@@ -424,11 +375,19 @@ fn moving(view: &StackView, cluster: &Value, w: &Awaited<'_>) -> Verdict {
 
 #[cfg(test)]
 mod tests {
-    use super::super::topology::CLUSTER_NAME_LABEL;
+    use super::super::topology::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn kcp(spec: i64, counters: [i64; 4], scaling_up: Option<&str>) -> Value {
+    fn slim(v: Value) -> Arc<SlimObject> {
+        Arc::new(serde_json::from_value(v).expect("a SlimObject"))
+    }
+
+    fn kcp(spec: i64, counters: [i64; 4], scaling_up: Option<&str>) -> Arc<SlimObject> {
+        slim(kcp_json(spec, counters, scaling_up))
+    }
+
+    fn kcp_json(spec: i64, counters: [i64; 4], scaling_up: Option<&str>) -> Value {
         let mut conditions = vec![
             json!({"type": "Available", "status": "True", "reason": "Available", "message": ""}),
         ];
@@ -444,21 +403,25 @@ mod tests {
                           "version": "v1.34.0", "conditions": conditions}})
     }
 
-    fn machine(n: &str, cp: bool, version: &str) -> Value {
+    fn machine(n: &str, cp: bool, version: &str) -> Arc<SlimObject> {
         let mut labels = json!({CLUSTER_NAME_LABEL: "kube-a"});
         if cp {
             labels[CONTROL_PLANE_LABEL] = json!("");
         } else {
             labels[DEPLOYMENT_NAME_LABEL] = json!("default-worker");
         }
-        json!({"metadata": {"name": n, "labels": labels}, "spec": {"version": version},
-               "status": {"phase": "Running"}})
+        slim(
+            json!({"metadata": {"name": n, "labels": labels}, "spec": {"version": version},
+               "status": {"phase": "Running"}}),
+        )
     }
 
-    fn cluster(generation: i64, topology: Value) -> Value {
-        json!({"metadata": {"name": "kube-a", "generation": generation},
+    fn cluster(generation: i64, topology: Value) -> Arc<SlimObject> {
+        slim(
+            json!({"metadata": {"name": "kube-a", "generation": generation},
                "status": {"conditions": [topology,
-                   {"type": "ControlPlaneAvailable", "status": "True", "reason": "Available", "message": ""}]}})
+                   {"type": "ControlPlaneAvailable", "status": "True", "reason": "Available", "message": ""}]}}),
+        )
     }
 
     fn ok_topology(generation: i64) -> Value {
@@ -566,12 +529,12 @@ mod tests {
 
     #[test]
     fn upgrade_completes_only_when_every_machine_runs_the_new_version() {
-        let mut cp = kcp(1, [1, 1, 1, 1], None);
+        let mut cp = kcp_json(1, [1, 1, 1, 1], None);
         cp["spec"]["version"] = json!("v1.34.1");
         cp["status"]["version"] = json!("v1.34.1");
         let mut view = StackView {
             cluster: Some(cluster(5, ok_topology(5))),
-            control_plane: Some(cp),
+            control_plane: Some(slim(cp)),
             deployments: vec![],
             machines: vec![
                 machine("m1", true, "v1.34.1"),

@@ -5,9 +5,10 @@
 //! held, not even for the moment of one list page: measured in bench/kube, a cache of
 //! full `DynamicObject`s cost ~17 KB of RSS per object, this one about 1 KB.
 //!
-//! Serialized, a `SlimObject` has the shape of the Kubernetes object it came from (only
-//! fewer fields), so the pure functions over JSON read it unchanged. A field of an
-//! unexpected type is dropped, never an error: one odd object must not stop a watch.
+//! The driver reads its typed fields (status.rs, progress.rs); the tests compare it
+//! serialized, in the shape of the Kubernetes object it came from (only fewer fields). A
+//! field of an unexpected type is dropped, never an error: one odd object must not stop a
+//! watch.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -17,7 +18,9 @@ use kube::api::ApiResource;
 use kube::core::DynamicResourceScope;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+#[cfg(test)]
+use serde_json::Map;
+use serde_json::Value;
 
 use super::topology::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL};
 
@@ -39,6 +42,7 @@ impl Labels {
         }
     }
 
+    #[cfg(test)]
     fn to_json(&self) -> Option<Value> {
         let mut m = Map::new();
         if let Some(c) = &self.cluster_name {
@@ -374,8 +378,58 @@ impl kube::Resource for SlimObject {
     }
 }
 
+impl Condition {
+    /// Whether the condition's status is `status` ("True", "False", "Unknown").
+    pub fn is(&self, status: &str) -> bool {
+        self.status.as_deref() == Some(status)
+    }
+
+    /// Its message, when it has one.
+    pub fn text(&self) -> Option<&str> {
+        self.message.as_deref().filter(|m| !m.is_empty())
+    }
+}
+
+/// The v1beta2 replica counters, in the order [`SlimObject::counters`] gives them.
+const COUNTERS: usize = 4;
+
 impl SlimObject {
-    /// The object as JSON, in its Kubernetes shape (with fewer fields).
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// `spec.replicas`.
+    pub fn replicas(&self) -> Option<i64> {
+        self.spec.replicas
+    }
+
+    /// `replicas`, `readyReplicas`, `availableReplicas`, `upToDateReplicas` of the v1beta2
+    /// status; a v1beta1 object carries them under `status.v1beta2`.
+    pub fn counters(&self) -> [Option<i64>; COUNTERS] {
+        let c = &self.status.counters;
+        let old = self.status.v1beta2.as_deref();
+        let or_old =
+            |now: Option<i64>, f: fn(&Counters) -> Option<i64>| now.or_else(|| old.and_then(f));
+        [
+            or_old(c.replicas, |o| o.replicas),
+            or_old(c.ready_replicas, |o| o.ready_replicas),
+            or_old(c.available_replicas, |o| o.available_replicas),
+            or_old(c.up_to_date_replicas, |o| o.up_to_date_replicas),
+        ]
+    }
+
+    /// The conditions the parser kept (`status.conditions`).
+    pub fn conditions(&self) -> impl Iterator<Item = &Condition> {
+        self.status.counters.conditions.iter().flatten()
+    }
+
+    pub fn condition(&self, kind: &str) -> Option<&Condition> {
+        self.conditions().find(|c| c.kind == kind)
+    }
+
+    /// The object as JSON, in its Kubernetes shape (with fewer fields): what the tests
+    /// compare.
+    #[cfg(test)]
     pub fn to_value(&self) -> Option<Value> {
         let mut meta = match serde_json::to_value(&self.metadata).ok()? {
             Value::Object(m) => m,
@@ -396,6 +450,11 @@ impl SlimObject {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The slim object of `v`, as the driver reads it.
+    fn typed(v: &Value) -> SlimObject {
+        serde_json::from_value(v.clone()).expect("a SlimObject")
+    }
 
     fn slim(v: Value) -> Value {
         let o: SlimObject = serde_json::from_value(v).expect("a SlimObject");
@@ -441,7 +500,7 @@ mod tests {
             json!({CLUSTER_NAME_LABEL: "kube-a"})
         );
         assert_eq!(
-            super::super::status::scaled(&v, 3),
+            super::super::status::scaled(&typed(&v), 3),
             super::super::status::Observed::InProgress { reason: None }
         );
     }
@@ -489,11 +548,11 @@ mod tests {
                    "topology": {"version": "v1.30.4"}})
         );
         assert_eq!(
-            super::super::status::topology_failure(&v),
+            super::super::status::topology_failure(&typed(&v)),
             Some("refused".into())
         );
         assert_eq!(
-            super::super::status::api_address(&v),
+            super::super::status::api_address(&typed(&v)),
             Some("https://10.0.0.1:6443".into())
         );
     }
@@ -508,7 +567,7 @@ mod tests {
         }));
         assert_eq!(v["spec"]["template"]["spec"]["version"], "v1.31.0");
         assert_eq!(
-            super::super::status::scaled(&v, 2),
+            super::super::status::scaled(&typed(&v), 2),
             super::super::status::Observed::Complete
         );
     }

@@ -7,7 +7,7 @@
 //! `TopologyReconciled` condition is False with reason `ReconcileFailed` (e.g. a KCP webhook
 //! rejecting a size) has failed; `… is blocked because: …` messages are shown while in progress.
 
-use serde_json::Value;
+use super::slim::SlimObject;
 
 /// What the Cluster API objects say about one awaited change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,53 +20,23 @@ pub enum Observed {
     Failed { reason: String },
 }
 
-fn int(v: &Value, path: &str) -> Option<i64> {
-    v.pointer(path).and_then(Value::as_i64)
-}
-
-/// The conditions of an object (`status.conditions`).
-fn conditions(v: &Value) -> impl Iterator<Item = &Value> {
-    v.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-}
-
 /// A "blocked" message from a `ScalingUp`/`ScalingDown` condition, if any.
-fn blocked_reason(v: &Value) -> Option<String> {
-    conditions(v)
-        .filter(|c| {
-            matches!(
-                c.get("type").and_then(Value::as_str),
-                Some("ScalingUp" | "ScalingDown")
-            )
-        })
-        .filter_map(|c| c.get("message").and_then(Value::as_str))
+fn blocked_reason(o: &SlimObject) -> Option<String> {
+    o.conditions()
+        .filter(|c| matches!(c.kind.as_str(), "ScalingUp" | "ScalingDown"))
+        .filter_map(|c| c.message.as_deref())
         .find(|m| m.contains("is blocked because"))
         .map(str::to_string)
 }
 
 /// The state of a KubeadmControlPlane or MachineDeployment scaled to `target`.
-pub fn scaled(object: &Value, target: i64) -> Observed {
-    let generation = int(object, "/metadata/generation");
-    let observed = int(object, "/status/observedGeneration");
-    // v1beta2 counters; a v1beta1 object carries them under `status.v1beta2`.
-    let counter = |name: &str| {
-        int(object, &format!("/status/{name}"))
-            .or_else(|| int(object, &format!("/status/v1beta2/{name}")))
-    };
-    let counters = [
-        "replicas",
-        "readyReplicas",
-        "availableReplicas",
-        "upToDateReplicas",
-    ]
-    .map(counter);
-    let spec_ok = int(object, "/spec/replicas").is_none_or(|r| r == target);
+pub fn scaled(object: &SlimObject, target: i64) -> Observed {
+    let generation = object.metadata.generation;
+    let spec_ok = object.replicas().is_none_or(|r| r == target);
     if spec_ok
         && generation.is_some()
-        && generation == observed
-        && counters.iter().all(|c| *c == Some(target))
+        && generation == object.status.observed_generation
+        && object.counters().iter().all(|c| *c == Some(target))
     {
         return Observed::Complete;
     }
@@ -77,22 +47,20 @@ pub fn scaled(object: &Value, target: i64) -> Observed {
 
 /// A failure the topology controller reports on a Cluster's current spec, if any: the
 /// message of a `ReconcileFailed` (a refusal or not: [`is_refusal`]). A condition that speaks
-/// of an older generation (`observedGeneration` behind `metadata.generation`) is stale and ignored: the
-/// controller has not looked at the latest spec yet.
-pub fn topology_failure(cluster: &Value) -> Option<String> {
-    let generation = int(cluster, "/metadata/generation");
-    conditions(cluster)
-        .find(|c| {
-            c.get("type").and_then(Value::as_str) == Some("TopologyReconciled")
-                && c.get("status").and_then(Value::as_str) == Some("False")
-                && c.get("reason").and_then(Value::as_str) == Some("ReconcileFailed")
-                && c.get("observedGeneration")
-                    .and_then(Value::as_i64)
-                    .is_none_or(|g| Some(g) == generation)
+/// of an older generation (`observedGeneration` behind `metadata.generation`) is stale and
+/// ignored: the controller has not looked at the latest spec yet.
+pub fn topology_failure(cluster: &SlimObject) -> Option<String> {
+    let generation = cluster.metadata.generation;
+    cluster
+        .condition("TopologyReconciled")
+        .filter(|c| {
+            c.is("False")
+                && c.reason.as_deref() == Some("ReconcileFailed")
+                && c.observed_generation.is_none_or(|g| Some(g) == generation)
         })
         .map(|c| {
-            c.get("message")
-                .and_then(Value::as_str)
+            c.message
+                .as_deref()
                 .unwrap_or("Cluster API could not reconcile the cluster topology")
                 .to_string()
         })
@@ -113,29 +81,21 @@ pub fn is_refusal(message: &str) -> bool {
 }
 
 /// The address of the workload cluster's API (`spec.controlPlaneEndpoint`).
-pub fn api_address(cluster: &Value) -> Option<String> {
-    let host = cluster
-        .pointer("/spec/controlPlaneEndpoint/host")
-        .and_then(Value::as_str)?;
-    if host.is_empty() {
-        return None;
-    }
-    let port = int(cluster, "/spec/controlPlaneEndpoint/port").unwrap_or(6443);
+pub fn api_address(cluster: &SlimObject) -> Option<String> {
+    let endpoint = cluster.spec.control_plane_endpoint.as_ref()?;
+    let host = endpoint.host.as_deref().filter(|h| !h.is_empty())?;
+    let port = endpoint.port.unwrap_or(6443);
     Some(format!("https://{host}:{port}"))
 }
 
 /// A Machine's node addresses (`status.addresses`, internal ones first as Magnum lists
 /// fixed IPs).
-pub fn machine_addresses(machine: &Value) -> Vec<String> {
-    let all: Vec<&Value> = machine
-        .pointer("/status/addresses")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+pub fn machine_addresses(machine: &SlimObject) -> Vec<String> {
+    let all = machine.status.addresses.as_deref().unwrap_or_default();
     let of = |t: &str| {
         all.iter()
-            .filter(|a| a.get("type").and_then(Value::as_str) == Some(t))
-            .filter_map(|a| a.get("address").and_then(Value::as_str).map(str::to_string))
+            .filter(|a| a.kind.as_deref() == Some(t))
+            .filter_map(|a| a.address.clone())
             .collect::<Vec<_>>()
     };
     let internal = of("InternalIP");
@@ -146,24 +106,27 @@ pub fn machine_addresses(machine: &Value) -> Vec<String> {
     }
 }
 
-/// The counters that show progress (a change of them resets the no-progress deadline).
-pub fn progress_marker(object: &Value) -> Vec<Option<i64>> {
-    [
-        "/status/observedGeneration",
-        "/status/replicas",
-        "/status/readyReplicas",
-        "/status/availableReplicas",
-        "/status/upToDateReplicas",
+/// The counters that show progress (a change of them resets the no-progress deadline):
+/// `observedGeneration` and the four replica counters of `status`.
+pub fn progress_marker(object: &SlimObject) -> Vec<Option<i64>> {
+    let c = &object.status.counters;
+    vec![
+        object.status.observed_generation,
+        c.replicas,
+        c.ready_replicas,
+        c.available_replicas,
+        c.up_to_date_replicas,
     ]
-    .iter()
-    .map(|p| int(object, p))
-    .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn slim(v: Value) -> SlimObject {
+        serde_json::from_value(v).expect("a SlimObject")
+    }
 
     fn kcp(gen: i64, observed: i64, counters: [i64; 4]) -> Value {
         json!({"metadata": {"generation": gen}, "spec": {"replicas": 3},
@@ -173,13 +136,16 @@ mod tests {
 
     #[test]
     fn scale_is_complete_only_when_every_counter_reached_the_target() {
-        assert_eq!(scaled(&kcp(2, 2, [3, 3, 3, 3]), 3), Observed::Complete);
+        assert_eq!(
+            scaled(&slim(kcp(2, 2, [3, 3, 3, 3])), 3),
+            Observed::Complete
+        );
         assert!(matches!(
-            scaled(&kcp(2, 2, [3, 2, 3, 3]), 3),
+            scaled(&slim(kcp(2, 2, [3, 2, 3, 3])), 3),
             Observed::InProgress { .. }
         ));
         assert!(matches!(
-            scaled(&kcp(2, 1, [3, 3, 3, 3]), 3),
+            scaled(&slim(kcp(2, 1, [3, 3, 3, 3])), 3),
             Observed::InProgress { .. }
         ));
     }
@@ -190,7 +156,7 @@ mod tests {
         k["status"]["conditions"] = json!([{"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
             "message": "Scaling up from 1 to 3 replicas is blocked because: etcd cluster is not healthy"}]);
         assert_eq!(
-            scaled(&k, 3),
+            scaled(&slim(k), 3),
             Observed::InProgress {
                 reason: Some("Scaling up from 1 to 3 replicas is blocked because: etcd cluster is not healthy".into())
             }
@@ -202,14 +168,14 @@ mod tests {
         let refused = "error reconciling the Cluster topology: failed to update KubeadmControlPlane magnum-system/kube-abcde: admission webhook \"validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: spec.replicas: Forbidden: cannot be an even number when etcd is stacked";
         let c = json!({"status": {"conditions": [{"type": "TopologyReconciled", "status": "False",
             "reason": "ReconcileFailed", "message": refused}]}});
-        assert_eq!(topology_failure(&c).as_deref(), Some(refused));
+        assert_eq!(topology_failure(&slim(c)).as_deref(), Some(refused));
         assert!(is_refusal(refused));
         assert!(is_refusal("error reconciling the Cluster topology: failed to create MachineDeployment magnum-system/kube-abcde-md: MachineDeployment.cluster.x-k8s.io \"kube-abcde-md\" is invalid: spec.replicas: Invalid value: -1"));
         // As seen on Cluster API v1.13 right after an API server outage; gone on the next pass.
         assert!(!is_refusal("error reconciling the Cluster topology: failed to wait for up-to-date MachineDeployment objects in the cache after MachineDeployment update: timed out: magnum-system/kube-658tc-default-worker-rwwsn: resourceVersion not yet up-to-date: current: 5873, expected to be >= 5895"));
-        assert_eq!(topology_failure(&json!({"status": {}})), None);
+        assert_eq!(topology_failure(&slim(json!({"status": {}}))), None);
         let stale = json!({"metadata": {"generation": 3}, "status": {"conditions": [{"type": "TopologyReconciled",
             "status": "False", "reason": "ReconcileFailed", "observedGeneration": 2, "message": "old"}]}});
-        assert_eq!(topology_failure(&stale), None);
+        assert_eq!(topology_failure(&slim(stale)), None);
     }
 }

@@ -1,21 +1,19 @@
-//! The ClusterAPI driver's background work: the watch caches of the management clusters,
-//! the verdicts and facts read from them (no request is sent), the Lease among replicas,
-//! and the reachability `/readyz` reports.
+//! The ClusterAPI driver's background work: a controller per management cluster (its watch
+//! caches and reconciles), the verdicts and facts read from the caches (no request is
+//! sent), the Lease among replicas, and the reachability `/readyz` reports.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::api::ListParams;
-use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{ng_ref, KubeClusterApiDriver};
 use crate::drivers::cluster_api::client::count_kube_error;
 use crate::drivers::cluster_api::progress::{self, Awaited};
-use crate::drivers::cluster_api::{cache, leader, status, topology};
+use crate::drivers::cluster_api::{controller, leader, status};
 use crate::drivers::{
-    Background, Change, Facts, InFlight, ManagementStatus, NodeGroupRef, Verdict,
+    Background, Facts, InFlight, ManagementStatus, NodeGroupRef, StackReconciler, Verdict,
 };
 use crate::model::Cluster;
 
@@ -67,24 +65,38 @@ impl Background for KubeClusterApiDriver {
         out
     }
 
-    fn watch(&self, changes: mpsc::UnboundedSender<Change>) -> Vec<JoinHandle<()>> {
+    fn run_controllers(
+        &self,
+        reconciler: std::sync::Arc<dyn StackReconciler>,
+    ) -> Vec<JoinHandle<()>> {
         let mut handles = Vec::new();
-        let mut caches = Vec::new();
+        let mut running = Vec::new();
         for mc in &self.management {
-            let (cache, tasks) = cache::start(
+            let (r, tasks) = controller::start(
                 &mc.client,
                 &mc.namespace,
                 &self.resources,
                 &mc.name,
-                changes.clone(),
+                std::sync::Arc::clone(&reconciler),
             );
-            caches.push((mc.name.clone(), cache));
+            running.push(r);
             handles.extend(tasks);
         }
-        if let Ok(mut slot) = self.caches.lock() {
-            *slot = caches;
+        if let Ok(mut slot) = self.running.lock() {
+            *slot = running;
         }
         handles
+    }
+
+    fn look_again(&self, cluster: &Cluster) -> bool {
+        let stack = cluster.stack_id.as_deref().filter(|s| !s.is_empty());
+        match (self.running_for(cluster), stack) {
+            (Some(r), Some(stack)) => {
+                r.look_at(stack);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn observe(&self, op: &InFlight<'_>) -> Verdict {
@@ -124,20 +136,17 @@ impl Background for KubeClusterApiDriver {
         let cache = self.synced_cache(cluster)?;
         let stack = cluster.stack_id.as_deref().filter(|s| !s.is_empty())?;
         let view = cache.view(stack);
-        let api_address = view.cluster.as_ref().and_then(status::api_address);
+        let api_address = view.cluster.as_deref().and_then(status::api_address);
         let coe_version = view
             .control_plane
             .as_ref()
-            .and_then(|k| k.pointer("/status/version"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
+            .and_then(|k| k.status.version.clone());
         let mut groups = vec![NodeGroupRef::ControlPlane];
-        groups.extend(view.deployments.iter().filter_map(|d| {
-            d.pointer("/metadata/labels")
-                .and_then(|l| l.get(topology::DEPLOYMENT_NAME_LABEL))
-                .and_then(Value::as_str)
-                .map(|n| NodeGroupRef::Worker(n.to_string()))
-        }));
+        groups.extend(
+            view.deployments
+                .iter()
+                .filter_map(|d| d.labels.deployment_name.clone().map(NodeGroupRef::Worker)),
+        );
         let addresses = groups
             .into_iter()
             .map(|g| {

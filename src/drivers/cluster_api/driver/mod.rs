@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::cache::StackCache;
 use super::client::{self, kube_error, ManagementCluster};
+use super::controller::Running;
 use super::topology::{self, Resources, TopologyDefaults};
 use super::ClusterApiConfig;
 use crate::drivers::{
@@ -45,8 +46,8 @@ pub struct KubeClusterApiDriver {
     defaults: TopologyDefaults,
     deadline: Duration,
     allow_even_control_plane: bool,
-    /// The watch caches of the management clusters (by name), from the last `watch`.
-    caches: Mutex<Vec<(String, StackCache)>>,
+    /// The controllers of the management clusters, from the last `run_controllers`.
+    running: Mutex<Vec<Running>>,
     election: Option<super::leader::LeaseConfig>,
     leadership: Mutex<Option<std::sync::Arc<super::leader::Election>>>,
 }
@@ -71,7 +72,7 @@ impl KubeClusterApiDriver {
             },
             deadline: Duration::from_secs(config.progress_deadline_seconds),
             allow_even_control_plane: config.allow_even_control_plane,
-            caches: Mutex::default(),
+            running: Mutex::default(),
             election: config.leader_election.then(|| {
                 let duration = Duration::from_secs(config.lease_duration_seconds.max(2));
                 super::leader::LeaseConfig {
@@ -201,14 +202,17 @@ impl KubeClusterApiDriver {
         }
     }
 
+    /// The controller of a cluster's management cluster, while it runs.
+    fn running_for(&self, cluster: &Cluster) -> Option<Running> {
+        let mc = self.management_for(cluster).ok()?;
+        let running = self.running.lock().ok()?;
+        running.iter().find(|r| r.name == mc.name).cloned()
+    }
+
     /// The watch cache of a cluster's management cluster, once it holds complete lists.
     fn synced_cache(&self, cluster: &Cluster) -> Option<StackCache> {
-        let mc = self.management_for(cluster).ok()?;
-        let caches = self.caches.lock().ok()?;
-        caches
-            .iter()
-            .find(|(name, _)| *name == mc.name)
-            .map(|(_, c)| c.clone())
+        self.running_for(cluster)
+            .map(|r| r.cache)
             .filter(StackCache::synced)
     }
 
