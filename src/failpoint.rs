@@ -8,6 +8,11 @@
 //!   before the roll-back is sent to the backend;
 //! - `rollback-sent`: the backend accepted the roll-back's change, before the operation
 //!   stores what it waits for.
+//!
+//! And one where it pauses ([`pause`], [`PAUSE`]), to let the backend's events overtake the
+//! store and show that the order does not matter:
+//! - `before-waiting`: the driver's change was accepted (a create's backend cluster named
+//!   and stored), before the operation stores what it waits for.
 
 use std::sync::OnceLock;
 
@@ -25,6 +30,17 @@ fn armed() -> &'static [String] {
             .map(str::to_string)
             .collect()
     })
+}
+
+/// How long an armed [`pause`] point holds its task.
+pub const PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Holds the calling task for [`PAUSE`] when the point `name` is armed.
+pub async fn pause(name: &str) {
+    if armed().iter().any(|a| a == name) {
+        tracing::warn!(failpoint = name, "failpoint reached: pausing");
+        tokio::time::sleep(PAUSE).await;
+    }
 }
 
 /// Aborts the process when the point `name` is armed.

@@ -15,10 +15,12 @@ use crate::store::{Batch, ClusterSet, Guard, NodeGroupSet, Refused};
 
 /// What [`after_driver`] wrote: the operation ended, or it now waits for the backend (and
 /// the caller has the reconciler look at it at once: the change may already be visible).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A waiting operation carries its backend cluster's name as now stored: a create learns
+/// it from the driver, after its subject was loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
     Ended,
-    Waiting,
+    Waiting { stack_id: Option<String> },
 }
 
 /// Writes what the driver answered for a running operation.
@@ -28,10 +30,12 @@ pub async fn after_driver(
     s: &Subject,
     done: Done,
 ) -> Result<Next, sqlx::Error> {
+    let mut stack_id = s.cluster.stack_id.clone();
     let wait = match done {
         Done::Progress(Progress::Complete) => None,
         Done::Progress(Progress::Waiting(w)) => Some(w),
         Done::Created(c) => {
+            stack_id.clone_from(&c.stack_id);
             // The backend's name and facts first (idempotent, not an outcome).
             let mut changes = vec![
                 ClusterSet::StackId(c.stack_id.clone()),
@@ -57,28 +61,35 @@ pub async fn after_driver(
         None => finish(state, op, s, OpState::Running)
             .await
             .map(|()| Next::Ended),
-        Some(w) => start_waiting(state, op, s, w).await,
+        Some(w) => start_waiting(state, op, s, w)
+            .await
+            .map(|waits| match waits {
+                true => Next::Waiting { stack_id },
+                false => Next::Ended,
+            }),
     }
 }
 
 /// The operation now waits for the backend: what it waits for and its deadline are stored.
+/// `false`: it had already ended.
 async fn start_waiting(
     state: &Conductor,
     op: &Operation,
     s: &Subject,
     w: WaitOn,
-) -> Result<Next, sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
+    crate::failpoint::pause("before-waiting").await;
     let wait = Wait {
         object: w.object,
         generation: w.generation,
         deadline_seconds: s.driver.progress_deadline().as_secs(),
     };
     if !state.store.start_waiting(op, &wait).await? {
-        return Ok(Next::Ended);
+        return Ok(false);
     }
     tracing::info!(operation = op.id, kind = op.kind().as_str(), object = %wait.object,
         generation = ?wait.generation, "operation waits for the backend");
-    Ok(Next::Waiting)
+    Ok(true)
 }
 
 /// The `kube_tag` label of the template an upgrade moves to (loaded with the subject).

@@ -9,6 +9,7 @@ use super::dispatch::{call_driver, load};
 use super::outcome;
 use super::Conductor;
 use crate::drivers::DriverError;
+use crate::model::Cluster;
 use crate::store::operations::{OpState, Operation};
 
 /// The first retry's delay after a passing driver failure; each next one doubles, up to
@@ -158,11 +159,18 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
                 crate::failpoint::hit("rollback-sent");
             }
             // The change may already be visible: the driver's controller looks at once (and
-            // schedules the deadline); without one, the worker looks itself.
-            if outcome::after_driver(state, &op, &subject, done).await? == outcome::Next::Waiting
-                && !subject.driver.look_again(&subject.cluster)
+            // schedules the deadline); without one, the worker looks itself. A create's
+            // backend cluster is named only now, so the controller is asked by that name.
+            if let outcome::Next::Waiting { stack_id } =
+                outcome::after_driver(state, &op, &subject, done).await?
             {
-                super::reconcile::look_now(state, &op).await?;
+                let now = Cluster {
+                    stack_id,
+                    ..subject.cluster.clone()
+                };
+                if !subject.driver.look_again(&now) {
+                    super::reconcile::look_now(state, &op).await?;
+                }
             }
             Ok(())
         }
