@@ -7,8 +7,7 @@
 
 use rcgen::{CertificateSigningRequestParams, IsCa, Issuer, KeyPair, SerialNumber};
 
-/// Magnum's `[x509] term_of_validity` default (days).
-pub const TERM_OF_VALIDITY_DAYS: i64 = 365 * 5;
+pub use crate::certificates::TERM_OF_VALIDITY_DAYS;
 
 /// Why a request could not be signed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

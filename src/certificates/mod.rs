@@ -1,0 +1,23 @@
+//! The certificates Magnum's conductor makes for every cluster when it is created
+//! (`conductor/handlers/common/cert_manager.py`, `common/x509/operations.py`), whatever the
+//! driver: a cluster CA, an etcd CA and a front-proxy CA (each self-signed, the cluster's
+//! name as subject and issuer), and the conductor's client certificate (`admin`,
+//! `system:masters`) signed by the cluster CA. Each key is RSA (`[x509] rsa_key_size`,
+//! 2048), kept as PKCS#8 encrypted with its own random passphrase, stored beside it as
+//! Magnum's `x509keypair` cert manager stores it. No I/O here: the store keeps them
+//! ([`crate::store::x509keypairs`]).
+
+mod generate;
+mod protected_key;
+
+pub use generate::{cluster_certificates, ClusterCertificates, GenerateError, KeyPairPem};
+pub use protected_key::{decrypt_private_key, short_id, KeyError};
+
+/// Magnum's `[x509] term_of_validity` default (days).
+pub const TERM_OF_VALIDITY_DAYS: i64 = 365 * 5;
+/// Magnum's `[x509] rsa_key_size` default (bits).
+pub const RSA_KEY_BITS: usize = 2048;
+/// Magnum's conductor's client certificate: subject and organisation
+/// (`CONDUCTOR_CLIENT_NAME` is its cert manager name).
+pub const CLIENT_SUBJECT: &str = "admin";
+pub const CLIENT_ORGANIZATION: &str = "system:masters";
