@@ -9,6 +9,7 @@ use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
 use super::operation_rows::{insert_operation, transition_on};
 use super::schema::{ClusterCol, NodeGroupCol};
+use super::x509keypairs::{insert_certificates_on, NewCertificates};
 use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
 use crate::model::{Cluster, NodeGroup, Status};
 use crate::operation::{NewOperation, OpState};
@@ -70,6 +71,8 @@ enum Step {
     DeleteNodeGroup(String),
     DeleteCluster(String),
     DeleteTemplate(String),
+    /// A cluster's certificates and its refs to them (once).
+    InsertCertificates(Box<NewCertificates>),
 }
 
 /// What a committed batch read under its locks.
@@ -85,6 +88,13 @@ impl Batch {
     /// A condition the writes depend on, checked under the rows' locks before any is made.
     pub fn guard(mut self, g: Guard) -> Self {
         self.guards.push(g);
+        self
+    }
+
+    /// Stores a cluster's certificates and names them in its refs, unless it has a CA
+    /// already.
+    pub fn certificates(mut self, new: NewCertificates) -> Self {
+        self.steps.push(Step::InsertCertificates(Box::new(new)));
         self
     }
 
@@ -392,6 +402,9 @@ impl Store {
                     .await?;
                 }
                 Step::InsertCluster(c) => insert_cluster_on(&mut tx, c, &written).await?,
+                Step::InsertCertificates(new) => {
+                    insert_certificates_on(&mut tx, new, &written).await?;
+                }
                 Step::InsertNodeGroup(ng) => insert_nodegroup_on(&mut tx, ng, &written).await?,
                 Step::Operation(op) => {
                     let mut op = op.clone();

@@ -24,6 +24,7 @@ mod statement;
 mod stats;
 pub mod templates;
 mod transaction;
+pub mod x509keypairs;
 
 use std::str::FromStr;
 use std::time::Duration;

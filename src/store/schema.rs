@@ -215,6 +215,24 @@ table! {
     }
 }
 
+table! {
+    /// A row of `x509keypair` (all of it, as Magnum's object reads it; the id and times are
+    /// not served).
+    #[allow(dead_code)]
+    X509KeyPairRow, X509KeyPairCol = "x509keypair" {
+        id: i64 => Id,
+        created_at: Option<NaiveDateTime> => CreatedAt,
+        updated_at: Option<NaiveDateTime> => UpdatedAt,
+        uuid: Option<String> => Uuid,
+        certificate: Option<String> => Certificate,
+        private_key: Option<String> => PrivateKey,
+        project_id: Option<String> => ProjectId,
+        user_id: Option<String> => UserId,
+        intermediates: Option<String> => Intermediates,
+        private_key_passphrase: Option<String> => PrivateKeyPassphrase,
+    }
+}
+
 /// `SELECT t.a, t.b, … FROM <table> t`, built once per table.
 pub(crate) fn select_from<C: Column>() -> &'static str {
     fn build<C: Column>() -> String {
@@ -230,7 +248,9 @@ pub(crate) fn select_from<C: Column>() -> &'static str {
     static NODEGROUP: LazyLock<String> = LazyLock::new(build::<NodeGroupCol>);
     static FEDERATION: LazyLock<String> = LazyLock::new(build::<FederationCol>);
     static QUOTA: LazyLock<String> = LazyLock::new(build::<QuotaCol>);
+    static X509KEYPAIR: LazyLock<String> = LazyLock::new(build::<X509KeyPairCol>);
     match C::TABLE {
+        X509KeyPairCol::TABLE => &X509KEYPAIR,
         TemplateCol::TABLE => &TEMPLATE,
         ClusterCol::TABLE => &CLUSTER,
         NodeGroupCol::TABLE => &NODEGROUP,

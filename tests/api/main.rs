@@ -36,3 +36,4 @@ mod rollback;
 mod stats;
 mod store_pool;
 mod versions;
+mod x509keypairs;
