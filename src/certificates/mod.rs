@@ -21,3 +21,23 @@ pub const RSA_KEY_BITS: usize = 2048;
 /// (`CONDUCTOR_CLIENT_NAME` is its cert manager name).
 pub const CLIENT_SUBJECT: &str = "admin";
 pub const CLIENT_ORGANIZATION: &str = "system:masters";
+
+/// Which of a cluster's CAs a request's `ca_cert_type` names, by Magnum's rule
+/// (`cert_manager.get_cluster_ca_certificate`): `etcd`, `front_proxy` or `front-proxy`,
+/// anything else (or nothing) the cluster CA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaType {
+    Kubernetes,
+    Etcd,
+    FrontProxy,
+}
+
+impl CaType {
+    pub fn of(ca_cert_type: Option<&str>) -> CaType {
+        match ca_cert_type {
+            Some("etcd") => CaType::Etcd,
+            Some("front_proxy" | "front-proxy") => CaType::FrontProxy,
+            _ => CaType::Kubernetes,
+        }
+    }
+}

@@ -7,7 +7,7 @@
 
 use super::schema::{select_from, X509KeyPairCol, X509KeyPairRow};
 use super::{stmt, Store};
-use crate::certificates::{ClusterCertificates, KeyPairPem};
+use crate::certificates::{CaType, ClusterCertificates, KeyPairPem};
 
 /// Which of a cluster's certificates (Magnum's `ca_cert_type`, and the client's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,13 +23,12 @@ pub enum CertKind {
 }
 
 impl CertKind {
-    /// The CA Magnum's `get_cluster_ca_certificate` picks for a `ca_cert_type`: `etcd`,
-    /// `front_proxy` or `front-proxy`, anything else the cluster CA.
+    /// The CA a request's `ca_cert_type` names ([`CaType`]).
     pub fn for_ca_cert_type(ca_cert_type: Option<&str>) -> CertKind {
-        match ca_cert_type {
-            Some("etcd") => CertKind::EtcdCa,
-            Some("front_proxy" | "front-proxy") => CertKind::FrontProxyCa,
-            _ => CertKind::Ca,
+        match CaType::of(ca_cert_type) {
+            CaType::Etcd => CertKind::EtcdCa,
+            CaType::FrontProxy => CertKind::FrontProxyCa,
+            CaType::Kubernetes => CertKind::Ca,
         }
     }
 

@@ -8,16 +8,16 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use super::client::ManagementCluster;
+use crate::certificates::CaType;
 use crate::drivers::signing::{CertificateAuthority, SignError};
 use crate::drivers::Refusal;
 
-/// The Secret suffix of a Magnum `ca_cert_type` (Magnum: `etcd`, `front_proxy` or
-/// `front-proxy`; anything else is the cluster CA).
+/// The Secret suffix of a Magnum `ca_cert_type` ([`CaType`]).
 pub fn secret_suffix(ca_cert_type: Option<&str>) -> &'static str {
-    match ca_cert_type {
-        Some("etcd") => "etcd",
-        Some("front_proxy" | "front-proxy") => "proxy",
-        _ => "ca",
+    match CaType::of(ca_cert_type) {
+        CaType::Etcd => "etcd",
+        CaType::FrontProxy => "proxy",
+        CaType::Kubernetes => "ca",
     }
 }
 
