@@ -1,6 +1,8 @@
 //! `/v1/certificates` (`magnum/api/controllers/v1/certificate.py`): a cluster's CA
 //! certificate, signing a client's certificate request with it (what
-//! `openstack coe cluster config` does), and CA rotation. The cluster's driver holds the CA.
+//! `openstack coe cluster config` does), and CA rotation. A driver that holds the cluster's
+//! CA itself (the ClusterAPI driver: Cluster API's Secrets) answers; for any other, the CAs
+//! Magnum's conductor made at create time (`x509keypair`), as Magnum serves them.
 
 use super::routes::Routes;
 
@@ -14,9 +16,12 @@ use super::body::Body;
 use super::extract::{MagnumBody, MagnumPath};
 use super::lookup;
 use super::query::{base_url, Query};
+use crate::drivers::Refusal;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, ClusterTemplate, RequestContext, Tenancy};
+use crate::operations::certificates::sign_with_stored;
 use crate::state::AppState;
+use crate::store::x509keypairs::{CertKind, StoredKeyPair};
 
 pub fn routes() -> Routes {
     Routes::default()
@@ -72,6 +77,22 @@ fn enforce_on_cluster(
     )
 }
 
+/// The cluster's CA of `ca_cert_type` as Magnum's x509keypair cert manager keeps it; a
+/// cluster that has none (created before magnum-rs made them) keeps the driver's refusal
+/// of `method`.
+async fn stored_ca(
+    state: &AppState,
+    cluster: &Cluster,
+    ca_cert_type: Option<&str>,
+    method: &'static str,
+) -> ApiResult<StoredKeyPair> {
+    state
+        .store
+        .cluster_certificate(&cluster.uuid, CertKind::for_ca_cert_type(ca_cert_type))
+        .await?
+        .ok_or(Refusal::NotImplemented(method).into())
+}
+
 /// Mirrors `CertificateController.get_one`.
 async fn show_ca_certificate(
     State(state): State<AppState>,
@@ -84,9 +105,17 @@ async fn show_ca_certificate(
     let cluster = find_cluster(&state, &ctx, &ident).await?;
     enforce_on_cluster(&state, &ctx, "certificate:get", &cluster)?;
     let driver = state.driver_of(&cluster).await??;
-    let pem = driver
-        .ca_certificate(&cluster, q.get("ca_cert_type"))
-        .await?;
+    let ca_cert_type = q.get("ca_cert_type");
+    // A driver that holds the cluster's CA itself answers; otherwise the CA Magnum's
+    // conductor made at create time.
+    let pem = match driver.ca_certificate(&cluster, ca_cert_type).await {
+        Err(Refusal::NotImplemented(m)) => {
+            stored_ca(&state, &cluster, ca_cert_type, m)
+                .await?
+                .certificate
+        }
+        other => other?,
+    };
     Ok(Json(json!({
         "cluster_uuid": cluster.uuid,
         "pem": pem,
@@ -138,9 +167,16 @@ async fn sign_certificate(
     enforce_on_cluster(&state, &ctx, "certificate:create", &cluster)?;
     let driver = state.driver_of(&cluster).await??;
     let csr = csr.unwrap_or_default();
-    let pem = driver
+    let pem = match driver
         .sign_certificate(&cluster, ca_cert_type.as_deref(), &csr)
-        .await?;
+        .await
+    {
+        Err(Refusal::NotImplemented(m)) => {
+            let ca = stored_ca(&state, &cluster, ca_cert_type.as_deref(), m).await?;
+            sign_with_stored(&ca, &cluster.uuid, &csr)?
+        }
+        other => other?,
+    };
     let mut out = Map::new();
     out.insert("cluster_uuid".into(), cluster.uuid.clone().into());
     out.insert("csr".into(), csr.into());

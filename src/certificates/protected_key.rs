@@ -6,7 +6,6 @@
 use pkcs8::der::pem::LineEnding;
 use pkcs8::der::Decode as _;
 use pkcs8::{EncryptedPrivateKeyInfo, PrivateKeyInfo, SecretDocument};
-use rsa::rand_core::{OsRng, RngCore as _};
 
 /// OpenSSL's `PKCS5_DEFAULT_ITER`, what Magnum's keys are written with.
 const PBKDF2_ITERATIONS: u32 = 2048;
@@ -21,25 +20,31 @@ pub enum KeyError {
     WrongPassphrase,
     #[error("the private key cannot be encrypted: {0}")]
     Encrypt(String),
+    #[error("the system random generator failed")]
+    Random,
+}
+
+/// Random bytes from the system's generator (AWS-LC's, which reads the OS).
+fn random<const N: usize>() -> Result<[u8; N], KeyError> {
+    let mut b = [0u8; N];
+    aws_lc_rs::rand::fill(&mut b).map_err(|_| KeyError::Random)?;
+    Ok(b)
 }
 
 /// A random 12-character id, as Magnum's `short_id.generate_id()` makes them: 60 random
 /// bits in lower-case base32.
-pub fn short_id() -> String {
-    let bits = OsRng.next_u64() >> 4;
-    (0..12)
+pub fn short_id() -> Result<String, KeyError> {
+    let bits = u64::from_be_bytes(random()?) >> 4;
+    Ok((0..12)
         .map(|i| BASE32[((bits >> (55 - 5 * i)) & 31) as usize] as char)
-        .collect()
+        .collect())
 }
 
 /// `der` (a PKCS#8 private key) encrypted with `passphrase`, as PEM
 /// (`ENCRYPTED PRIVATE KEY`).
 pub fn encrypt_private_key(der: &[u8], passphrase: &str) -> Result<String, KeyError> {
     let info = PrivateKeyInfo::from_der(der).map_err(|_| KeyError::NotPkcs8)?;
-    let mut salt = [0u8; 16];
-    let mut iv = [0u8; 16];
-    OsRng.fill_bytes(&mut salt);
-    OsRng.fill_bytes(&mut iv);
+    let (salt, iv): ([u8; 16], [u8; 16]) = (random()?, random()?);
     let params =
         pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(PBKDF2_ITERATIONS, &salt, &iv)
             .map_err(|e| KeyError::Encrypt(e.to_string()))?;
@@ -75,9 +80,9 @@ mod tests {
 
     #[test]
     fn a_short_id_is_twelve_lower_case_base32_characters() {
-        let a = short_id();
+        let a = short_id().expect("random");
         assert_eq!(a.len(), 12);
         assert!(a.bytes().all(|b| BASE32.contains(&b)), "{a}");
-        assert_ne!(a, short_id());
+        assert_ne!(a, short_id().expect("random"));
     }
 }

@@ -18,6 +18,7 @@
 //! effect of one. Of several pending resizes of one nodegroup only the newest runs, and a
 //! newer resize supersedes a waiting one.
 
+pub mod certificates;
 pub mod cluster_driver;
 pub mod conductor;
 pub mod dispatch;

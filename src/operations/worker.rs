@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::certificates::Made;
 use super::dispatch::{call_driver, load};
 use super::outcome;
 use super::Conductor;
 use crate::drivers::DriverError;
 use crate::model::Cluster;
-use crate::store::operations::{OpState, Operation};
+use crate::store::operations::{OpKind, OpState, Operation};
 
 /// The first retry's delay after a passing driver failure; each next one doubles, up to
 /// [`RETRY_MAX`], with jitter (see [`retry_delay`]).
@@ -151,11 +152,21 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
         Err(e) if e.is_gone() => return outcome::gone(state, &op, OpState::Running).await,
         Err(e) => return outcome::fail(state, &op, None, &e.to_string(), OpState::Running).await,
     };
+    // Magnum's conductor makes the cluster's certificates before the driver creates it.
+    if op.kind() == OpKind::CreateCluster {
+        match super::certificates::ensure_for_create(state, &subject).await? {
+            Made::Ready => {}
+            Made::ClusterGone => return outcome::gone(state, &op, OpState::Running).await,
+            Made::Failed(reason) => {
+                return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await
+            }
+        }
+    }
     tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
     let outcome = call_driver(&subject, &op).await;
     match outcome {
         Ok(done) => {
-            if op.kind() == crate::store::operations::OpKind::Rollback {
+            if op.kind() == OpKind::Rollback {
                 crate::failpoint::hit("rollback-sent");
             }
             // The change may already be visible: the driver's controller looks at once (and

@@ -9,7 +9,7 @@ use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
 use super::operation_rows::{insert_operation, transition_on};
 use super::schema::{ClusterCol, NodeGroupCol};
-use super::x509keypairs::{insert_certificates_on, NewCertificates};
+use super::x509keypairs::{delete_certificates_on, insert_certificates_on, NewCertificates};
 use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
 use crate::model::{Cluster, NodeGroup, Status};
 use crate::operation::{NewOperation, OpState};
@@ -437,6 +437,7 @@ impl Store {
                     }
                 }
                 Step::DeleteCluster(uuid) => {
+                    delete_certificates_on(&mut tx, uuid).await?;
                     stmt("DELETE FROM nodegroup WHERE cluster_id = ?")
                         .bind(uuid.as_str())
                         .execute(&mut tx)

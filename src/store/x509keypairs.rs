@@ -3,7 +3,8 @@
 //! certificate, the encrypted private key and its passphrase, the project and user. The
 //! cluster's `ca_cert_ref`, `etcd_ca_cert_ref`, `front_proxy_ca_cert_ref` and
 //! `magnum_cert_ref` name them by uuid. Written with the refs in one batch
-//! ([`super::Batch::certificates`]); read by the cluster and the CA's kind.
+//! ([`super::Batch::certificates`]); read by the cluster and the CA's kind; deleted with
+//! the cluster.
 
 use super::schema::{select_from, X509KeyPairCol, X509KeyPairRow};
 use super::{stmt, Store};
@@ -143,6 +144,31 @@ pub(crate) async fn insert_certificates_on(
         .bind(new.cluster_uuid.as_str())
         .execute(&mut *tx)
         .await?;
+    Ok(())
+}
+
+/// Deletes the certificates the cluster's refs name (all four; Magnum's conductor deletes
+/// the CA and the client certificate only). Runs inside a batch, before the cluster row.
+pub(crate) async fn delete_certificates_on(
+    tx: &mut super::Conn,
+    cluster_uuid: &str,
+) -> Result<(), sqlx::Error> {
+    let kinds = [
+        CertKind::Ca,
+        CertKind::EtcdCa,
+        CertKind::FrontProxyCa,
+        CertKind::MagnumClient,
+    ];
+    let refs = kinds
+        .iter()
+        .map(|k| format!("SELECT c.{} FROM cluster c WHERE c.uuid = ?", k.column()))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let mut delete = stmt(format!("DELETE FROM x509keypair WHERE uuid IN ({refs})"));
+    for _ in kinds {
+        delete = delete.bind(cluster_uuid.to_string());
+    }
+    delete.execute(&mut *tx).await?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
-//! `/v1/certificates` check order, texts and policies (the record-only drivers, which hold
-//! no CA: Magnum's "not supported" answers). Signing with a real CA through the ClusterAPI
-//! driver is covered in `tests/e2e/capi_driver.rs`.
+//! `/v1/certificates` check order, texts and policies, and the CAs Magnum's conductor makes
+//! for every cluster at create time (served and signed with from `x509keypair`; a cluster
+//! without them gets Magnum's "not supported" answers). Signing with Cluster API's CA
+//! through the ClusterAPI driver is covered in `tests/e2e/capi_driver.rs`.
 
 use crate::common;
 
@@ -122,7 +123,7 @@ async fn policies_are_magnums_user_rules_for_read_and_sign_and_member_for_rotate
         "Policy doesn't allow certificate:get to be performed."
     );
     // Magnum's `*_user` rules: a reader of the project who is also the cluster's user
-    // passes (the record-only driver then holds no CA); another reader does not.
+    // passes (and gets the CA); another reader does not.
     let r = app.get("/v1/certificates/k8s", &As::reader()).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let owner_reader = As {
@@ -130,7 +131,7 @@ async fn policies_are_magnums_user_rules_for_read_and_sign_and_member_for_rotate
         ..As::reader()
     };
     let r = app.get("/v1/certificates/k8s", &owner_reader).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.status, StatusCode::OK);
     let other_member = As {
         user: "u-someone-else".into(),
         ..As::member()
@@ -156,10 +157,13 @@ async fn policies_are_magnums_user_rules_for_read_and_sign_and_member_for_rotate
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
+/// A cluster created before magnum-rs kept Magnum's CAs (no `ca_cert_ref`) on a driver
+/// that holds none itself: Magnum's base driver's answers.
 #[tokio::test]
-async fn a_driver_without_a_ca_answers_magnums_not_supported() {
+async fn a_cluster_without_stored_cas_answers_magnums_not_supported() {
     let app = common::spawn_app().await;
     app.standard_fixture().await;
+    forget_cas(&app, "k8s").await;
     let r = app.get("/v1/certificates/k8s", &As::member()).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(
@@ -191,6 +195,124 @@ async fn a_driver_without_a_ca_answers_magnums_not_supported() {
         r.detail(),
         "'rotate_ca_certificate' is not supported by this driver."
     );
+}
+
+/// Clears a cluster's certificate refs, as a cluster created before magnum-rs made them.
+async fn forget_cas(app: &common::TestApp, name: &str) {
+    sqlx::query(
+        "UPDATE cluster SET ca_cert_ref = NULL, etcd_ca_cert_ref = NULL, \
+         front_proxy_ca_cert_ref = NULL, magnum_cert_ref = NULL WHERE name = ?",
+    )
+    .bind(name)
+    .execute(&mut app.state.store.side_connection().await.expect("connection"))
+    .await
+    .expect("update");
+}
+
+fn certificate(pem: &str) -> Vec<u8> {
+    x509_parser::pem::parse_x509_pem(pem.as_bytes())
+        .expect("pem")
+        .1
+        .contents
+}
+
+/// Every cluster gets the CAs Magnum's conductor makes at create time, whatever its
+/// driver; `GET` serves each kind and `POST` signs with the cluster CA (what Terraform's
+/// provider and openstacksdk do for every cluster).
+#[tokio::test]
+async fn every_cluster_gets_magnums_cas_at_create_and_serves_and_signs_with_them() {
+    use x509_parser::prelude::{FromDer as _, X509Certificate};
+    let app = common::spawn_app().await;
+    app.standard_fixture().await;
+    let mut pems = Vec::new();
+    for query in [
+        "",
+        "?ca_cert_type=kubernetes",
+        "?ca_cert_type=etcd",
+        "?ca_cert_type=front_proxy",
+        "?ca_cert_type=front-proxy",
+    ] {
+        let r = app
+            .get(&format!("/v1/certificates/legacy{query}"), &As::member())
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{query}: {}", r.body);
+        let pem = r.body["pem"].as_str().unwrap_or_default().to_string();
+        let der = certificate(&pem);
+        let (_, ca) = X509Certificate::from_der(&der).expect("x509");
+        assert_eq!(ca.subject().to_string(), "CN=legacy", "{query}");
+        assert!(ca.is_ca(), "{query}");
+        pems.push(pem);
+    }
+    assert_eq!(pems[0], pems[1]);
+    assert_eq!(pems[3], pems[4]);
+    assert_ne!(pems[0], pems[2]);
+    assert_ne!(pems[0], pems[3]);
+    assert_ne!(pems[2], pems[3]);
+
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kubelet");
+    let csr = params
+        .serialize_request(&key)
+        .expect("csr")
+        .pem()
+        .expect("pem");
+    let r = app
+        .post(
+            "/v1/certificates",
+            &As::member(),
+            json!({"cluster_uuid": "legacy", "csr": csr}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let der = certificate(r.body["pem"].as_str().unwrap_or_default());
+    let (_, signed) = X509Certificate::from_der(&der).expect("x509");
+    let ca_der = certificate(&pems[0]);
+    let (_, ca) = X509Certificate::from_der(&ca_der).expect("ca");
+    assert_eq!(signed.subject().to_string(), "CN=kubelet");
+    assert_eq!(signed.issuer().to_string(), "CN=legacy");
+    assert!(signed.verify_signature(Some(ca.public_key())).is_ok());
+    // A request that is not a CSR: Magnum's InvalidCsr.
+    let r = app
+        .post(
+            "/v1/certificates",
+            &As::member(),
+            json!({"cluster_uuid": "legacy", "csr": "not a csr"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.detail(), "Received invalid csr not a csr.");
+}
+
+/// A deleted cluster's certificates go with it.
+#[tokio::test]
+async fn a_deleted_clusters_certificates_are_deleted() {
+    use magnum_rs::store::x509keypairs::CertKind;
+    let app = common::spawn_app().await;
+    let f = app.standard_fixture().await;
+    let store = &app.state.store;
+    let ca = store
+        .cluster_certificate(&f.legacy, CertKind::Ca)
+        .await
+        .expect("db")
+        .expect("stored");
+    let r = app.delete("/v1/clusters/legacy", &As::member()).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    app.run_operations().await;
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM x509keypair WHERE uuid = ?")
+        .bind(&ca.uuid)
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
+        .await
+        .expect("count");
+    assert_eq!(left, 0);
+    // The other clusters keep theirs: 2 clusters of 4 certificates each.
+    let all: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM x509keypair")
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
+        .await
+        .expect("count");
+    assert_eq!(all, 8);
 }
 
 #[tokio::test]

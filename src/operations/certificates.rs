@@ -1,0 +1,106 @@
+//! The conductor's cert manager at a cluster create, before the driver's own create, as
+//! Magnum's `cluster_conductor.cluster_create` calls `generate_certificates_to_cluster`
+//! whatever the driver: the cluster CA, the etcd and front-proxy CAs and the conductor's
+//! client certificate ([`crate::certificates`]), stored with the cluster's refs in one
+//! transaction ([`crate::store::x509keypairs`]). A create that runs again (after a crash)
+//! keeps what it made first. And the CA's signing of a client's request
+//! ([`sign_with_stored`]), the conductor's `sign_certificate`.
+
+use super::dispatch::Subject;
+use super::Conductor;
+use crate::certificates::{cluster_certificates, decrypt_private_key, RSA_KEY_BITS};
+use crate::drivers::signing::{CertificateAuthority, SignError};
+use crate::drivers::Refusal;
+use crate::model::Tenancy;
+use crate::store::x509keypairs::{CertKind, NewCertificates, StoredKeyPair};
+use crate::store::{Batch, Guard, Refused};
+
+/// Where the create's certificates stand.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Made {
+    /// Stored (now or by an earlier run).
+    Ready,
+    /// The cluster was deleted meanwhile.
+    ClusterGone,
+    /// They could not be made: the create fails with this reason (Magnum's
+    /// `CertificatesToClusterFailed`).
+    Failed(String),
+}
+
+/// Makes and stores the cluster's certificates unless it has them.
+pub async fn ensure_for_create(state: &Conductor, s: &Subject) -> Result<Made, sqlx::Error> {
+    let uuid = &s.cluster.uuid;
+    if state
+        .store
+        .cluster_certificate(uuid, CertKind::Ca)
+        .await?
+        .is_some()
+    {
+        return Ok(Made::Ready);
+    }
+    // Magnum's `_get_issuer_name`: the cluster's name, its uuid when it has none.
+    let issuer = s.cluster.name.clone().unwrap_or_else(|| uuid.clone());
+    let generated =
+        tokio::task::spawn_blocking(move || cluster_certificates(&issuer, RSA_KEY_BITS)).await;
+    let certs = match generated {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            tracing::error!(cluster = %uuid, error = %e, "cannot generate the cluster's certificates");
+            return Ok(Made::Failed(failed(uuid)));
+        }
+        Err(e) => {
+            tracing::error!(cluster = %uuid, error = %e, "certificate generation did not finish");
+            return Ok(Made::Failed(failed(uuid)));
+        }
+    };
+    let new = NewCertificates::new(
+        uuid,
+        s.cluster.project_id.clone(),
+        s.cluster.user_id.clone(),
+        certs,
+    );
+    let batch = Batch::default()
+        .guard(Guard::cluster(uuid, Tenancy::All))
+        .certificates(new);
+    Ok(match state.store.commit(batch).await? {
+        Ok(_) => Made::Ready,
+        Err(Refused::ClusterGone) => Made::ClusterGone,
+        Err(other) => {
+            tracing::error!(cluster = %uuid, refused = ?other, "cannot store the cluster's certificates");
+            Made::Failed(failed(uuid))
+        }
+    })
+}
+
+/// Magnum's `CertificatesToClusterFailed` text.
+fn failed(cluster_uuid: &str) -> String {
+    format!("Failed to create certificates for Cluster: {cluster_uuid}")
+}
+
+/// `csr` signed by a stored CA, as Magnum's `sign_node_certificate` signs with the CA its
+/// cert manager keeps (the key opened with its passphrase).
+pub fn sign_with_stored(
+    ca: &StoredKeyPair,
+    cluster_uuid: &str,
+    csr: &str,
+) -> Result<String, Refusal> {
+    let key = decrypt_private_key(&ca.private_key, ca.passphrase.as_deref()).map_err(|e| {
+        tracing::warn!(cluster = cluster_uuid, error = %e, "cannot open the cluster CA's key");
+        Refusal::CaCannotSign(cluster_uuid.into())
+    })?;
+    CertificateAuthority {
+        cert_pem: &ca.certificate,
+        key_pem: &key,
+    }
+    .sign(csr)
+    .map_err(|e| match e {
+        SignError::InvalidCsr => Refusal::InvalidCsr(csr.to_string()),
+        SignError::BadCa(why) => {
+            tracing::warn!(
+                cluster = cluster_uuid,
+                "cannot sign with the cluster CA: {why}"
+            );
+            Refusal::CaCannotSign(cluster_uuid.into())
+        }
+    })
+}
