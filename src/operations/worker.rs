@@ -115,6 +115,11 @@ pub async fn run_pending(state: &Conductor) -> Result<usize, sqlx::Error> {
         // A database error on one operation does not strand the rest of the claimed batch:
         // that one goes back to pending (if the database lets it), the others run, and the
         // first error ends the pass once the batch is through.
+        let creates: Vec<&Operation> = to_run
+            .iter()
+            .filter(|op| op.kind() == OpKind::CreateCluster && claim.running.contains(&op.id))
+            .collect();
+        super::certificates::prepare(state, &creates).await;
         let mut first_error = None;
         for op in to_run {
             if !claim.running.contains(&op.id) {
@@ -154,8 +159,8 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
     };
     // Magnum's conductor makes the cluster's certificates before the driver creates it.
     if op.kind() == OpKind::CreateCluster {
-        match super::certificates::ensure_for_create(state, &subject).await? {
-            Made::Ready => {}
+        match super::certificates::ensure_for_create(state, &subject.cluster).await? {
+            Made::Ready | Made::Deleting => {}
             Made::ClusterGone => return outcome::gone(state, &op, OpState::Running).await,
             Made::Failed(reason) => {
                 return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await

@@ -368,3 +368,41 @@ async fn rotation_checks_tls_then_the_cluster_status_first() {
         "Updating a cluster when status is \"CREATE_IN_PROGRESS\" is not supported."
     );
 }
+
+/// A cluster deleted before the worker reaches its create gets no certificates: the delete
+/// that follows would remove them at once (four RSA keys, about 0.35 s of CPU, spared).
+#[tokio::test]
+async fn a_cluster_deleted_before_its_create_runs_gets_no_certificates() {
+    use magnum_rs::operations::certificates::{ensure_for_create, Made};
+    let app = common::spawn_app().await;
+    let t = app.template("t", "fedora-coreos", &As::member()).await;
+    let r = app
+        .post(
+            "/v1/clusters",
+            &As::member(),
+            json!({"name": "brief", "cluster_template_id": t["uuid"], "node_count": 1}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let uuid = r.body["uuid"].as_str().expect("uuid").to_string();
+    let r = app.delete("/v1/clusters/brief", &As::member()).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let store = &app.state.store;
+    let cluster = store
+        .cluster_by_uuid(&uuid)
+        .await
+        .expect("db")
+        .expect("row");
+    let made = ensure_for_create(&app.state.conductor, &cluster)
+        .await
+        .expect("db");
+    assert_eq!(made, Made::Deleting);
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM x509keypair")
+        .fetch_one(&mut store.side_connection().await.expect("connection"))
+        .await
+        .expect("count");
+    assert_eq!(rows, 0);
+    app.run_operations().await;
+    let r = app.get("/v1/clusters/brief", &As::member()).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+}
