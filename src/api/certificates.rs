@@ -1,8 +1,9 @@
 //! `/v1/certificates` (`magnum/api/controllers/v1/certificate.py`): a cluster's CA
 //! certificate, signing a client's certificate request with it (what
-//! `openstack coe cluster config` does), and CA rotation. A driver that holds the cluster's
-//! CA itself (the ClusterAPI driver: Cluster API's Secrets) answers; for any other, the CAs
-//! Magnum's conductor made at create time (`x509keypair`), as Magnum serves them.
+//! `openstack coe cluster config` does), and CA rotation. The CAs Magnum's conductor made at
+//! create time (`x509keypair`) answer, for every driver, as Magnum serves them; a cluster
+//! created before magnum-rs kept them gets its driver's answer (the ClusterAPI driver:
+//! Cluster API's Secrets) or refusal.
 
 use super::routes::Routes;
 
@@ -16,7 +17,6 @@ use super::body::Body;
 use super::extract::{MagnumBody, MagnumPath};
 use super::lookup;
 use super::query::{base_url, Query};
-use crate::drivers::Refusal;
 use crate::error::{ApiError, ApiResult};
 use crate::model::{status, Cluster, ClusterTemplate, RequestContext, Tenancy};
 use crate::operations::certificates::sign_with_stored;
@@ -77,20 +77,17 @@ fn enforce_on_cluster(
     )
 }
 
-/// The cluster's CA of `ca_cert_type` as Magnum's x509keypair cert manager keeps it; a
-/// cluster that has none (created before magnum-rs made them) keeps the driver's refusal
-/// of `method`.
+/// The cluster's CA of `ca_cert_type` as Magnum's x509keypair cert manager keeps it;
+/// `None` for a cluster created before magnum-rs made them (its driver answers then).
 async fn stored_ca(
     state: &AppState,
     cluster: &Cluster,
     ca_cert_type: Option<&str>,
-    method: &'static str,
-) -> ApiResult<StoredKeyPair> {
-    state
+) -> ApiResult<Option<StoredKeyPair>> {
+    Ok(state
         .store
         .cluster_certificate(&cluster.uuid, CertKind::for_ca_cert_type(ca_cert_type))
-        .await?
-        .ok_or(Refusal::NotImplemented(method).into())
+        .await?)
 }
 
 /// Mirrors `CertificateController.get_one`.
@@ -106,15 +103,11 @@ async fn show_ca_certificate(
     enforce_on_cluster(&state, &ctx, "certificate:get", &cluster)?;
     let driver = state.driver_of(&cluster).await??;
     let ca_cert_type = q.get("ca_cert_type");
-    // A driver that holds the cluster's CA itself answers; otherwise the CA Magnum's
-    // conductor made at create time.
-    let pem = match driver.ca_certificate(&cluster, ca_cert_type).await {
-        Err(Refusal::NotImplemented(m)) => {
-            stored_ca(&state, &cluster, ca_cert_type, m)
-                .await?
-                .certificate
-        }
-        other => other?,
+    // The CA Magnum's conductor made at create time; for a cluster without one, the
+    // driver's (Cluster API's Secret), or its refusal.
+    let pem = match stored_ca(&state, &cluster, ca_cert_type).await? {
+        Some(ca) => ca.certificate,
+        None => driver.ca_certificate(&cluster, ca_cert_type).await?,
     };
     Ok(Json(json!({
         "cluster_uuid": cluster.uuid,
@@ -167,15 +160,13 @@ async fn sign_certificate(
     enforce_on_cluster(&state, &ctx, "certificate:create", &cluster)?;
     let driver = state.driver_of(&cluster).await??;
     let csr = csr.unwrap_or_default();
-    let pem = match driver
-        .sign_certificate(&cluster, ca_cert_type.as_deref(), &csr)
-        .await
-    {
-        Err(Refusal::NotImplemented(m)) => {
-            let ca = stored_ca(&state, &cluster, ca_cert_type.as_deref(), m).await?;
-            sign_with_stored(&ca, &cluster.uuid, &csr)?
+    let pem = match stored_ca(&state, &cluster, ca_cert_type.as_deref()).await? {
+        Some(ca) => sign_with_stored(&ca, &cluster.uuid, &csr)?,
+        None => {
+            driver
+                .sign_certificate(&cluster, ca_cert_type.as_deref(), &csr)
+                .await?
         }
-        other => other?,
     };
     let mut out = Map::new();
     out.insert("cluster_uuid".into(), cluster.uuid.clone().into());

@@ -41,3 +41,31 @@ impl CaType {
         }
     }
 }
+
+/// A certificate with its private key opened (PKCS#8 PEM): what a backend that signs with
+/// the cluster's CAs itself needs (Cluster API's kubeadm control plane). The key never
+/// shows in `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OpenedKeyPair {
+    pub certificate: String,
+    pub private_key: String,
+}
+
+impl std::fmt::Debug for OpenedKeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedKeyPair")
+            .field("certificate", &self.certificate)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A cluster's three CAs and its service-account key pair (the conductor's client
+/// certificate, `magnum_cert_ref`, as magnum-cluster-api hands it to Cluster API), opened
+/// for the driver that writes them where its backend reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterCas {
+    pub ca: OpenedKeyPair,
+    pub etcd_ca: OpenedKeyPair,
+    pub front_proxy_ca: OpenedKeyPair,
+    pub service_account: OpenedKeyPair,
+}

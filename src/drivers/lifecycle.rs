@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 
 use super::DriverError;
+use crate::certificates::ClusterCas;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// A resize handed to the driver.
@@ -46,11 +47,14 @@ pub struct CreateOutcome {
 
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
+    /// Creates the cluster. `cas` are the CAs Magnum's conductor made for it, opened, for a
+    /// backend that signs with them itself (`None` when it has none stored).
     async fn create_cluster(
         &self,
         cluster: &Cluster,
         template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
+        cas: Option<&ClusterCas>,
     ) -> Result<CreateOutcome, DriverError>;
 
     async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError>;

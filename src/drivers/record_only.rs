@@ -10,6 +10,7 @@ use super::{
     Allows, Background, Certificates, CreateOutcome, Driver, DriverError, Lifecycle, Progress,
     Refusal, ResizeRequest, Triple,
 };
+use crate::certificates::ClusterCas;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// One call the driver received.
@@ -128,6 +129,7 @@ impl Lifecycle for RecordOnlyDriver {
         cluster: &Cluster,
         _template: &ClusterTemplate,
         _nodegroups: &[NodeGroup],
+        _cas: Option<&ClusterCas>,
     ) -> Result<CreateOutcome, DriverError> {
         self.record(Call::CreateCluster {
             cluster: cluster.uuid.clone(),

@@ -9,7 +9,9 @@
 use futures::StreamExt as _;
 
 use super::Conductor;
-use crate::certificates::{cluster_certificates, decrypt_private_key, RSA_KEY_BITS};
+use crate::certificates::{
+    cluster_certificates, decrypt_private_key, ClusterCas, OpenedKeyPair, RSA_KEY_BITS,
+};
 use crate::drivers::signing::{CertificateAuthority, SignError};
 use crate::drivers::Refusal;
 use crate::model::{Cluster, Status, Tenancy};
@@ -97,6 +99,60 @@ pub async fn ensure_for_create(state: &Conductor, cluster: &Cluster) -> Result<M
             tracing::error!(cluster = %uuid, refused = ?other, "cannot store the cluster's certificates");
             Made::Failed(failed(uuid))
         }
+    })
+}
+
+/// The cluster's stored CAs and service-account key pair opened for its driver (the
+/// ClusterAPI driver writes them where kubeadm's control plane reads them): `Ok(None)` when
+/// it has none stored, `Err` with the create's failure reason when a key cannot be opened.
+pub async fn opened_for_driver(
+    state: &Conductor,
+    cluster_uuid: &str,
+) -> Result<Result<Option<ClusterCas>, String>, sqlx::Error> {
+    let open = |kind| opened(state, cluster_uuid, kind);
+    let cas = async {
+        Ok::<_, Opening>(ClusterCas {
+            ca: open(CertKind::Ca).await?,
+            etcd_ca: open(CertKind::EtcdCa).await?,
+            front_proxy_ca: open(CertKind::FrontProxyCa).await?,
+            service_account: open(CertKind::MagnumClient).await?,
+        })
+    }
+    .await;
+    match cas {
+        Ok(cas) => Ok(Ok(Some(cas))),
+        Err(Opening::Missing) => Ok(Ok(None)),
+        Err(Opening::Unreadable) => Ok(Err(failed(cluster_uuid))),
+        Err(Opening::Database(e)) => Err(e),
+    }
+}
+
+/// Why one stored key pair could not be opened.
+enum Opening {
+    Missing,
+    Unreadable,
+    Database(sqlx::Error),
+}
+
+async fn opened(
+    state: &Conductor,
+    cluster_uuid: &str,
+    kind: CertKind,
+) -> Result<OpenedKeyPair, Opening> {
+    let stored = state
+        .store
+        .cluster_certificate(cluster_uuid, kind)
+        .await
+        .map_err(Opening::Database)?
+        .ok_or(Opening::Missing)?;
+    let private_key = decrypt_private_key(&stored.private_key, stored.passphrase.as_deref())
+        .map_err(|e| {
+            tracing::error!(cluster = cluster_uuid, certificate = %stored.uuid, error = %e, "cannot open a stored key");
+            Opening::Unreadable
+        })?;
+    Ok(OpenedKeyPair {
+        certificate: stored.certificate,
+        private_key,
     })
 }
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::{Conductor, NoDriver};
+use crate::certificates::ClusterCas;
 use crate::drivers::{CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::store::operations::{OpKind, OpPayload, Operation};
@@ -115,7 +116,11 @@ pub enum Done {
     Created(CreateOutcome),
 }
 
-pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverError> {
+pub async fn call_driver(
+    s: &Subject,
+    op: &Operation,
+    cas: Option<&ClusterCas>,
+) -> Result<Done, DriverError> {
     let d = &s.driver;
     let ng = || {
         s.nodegroup
@@ -128,7 +133,7 @@ pub async fn call_driver(s: &Subject, op: &Operation) -> Result<Done, DriverErro
                 DriverError::rejected("a cluster create was loaded without its template")
             })?;
             Done::Created(
-                d.create_cluster(&s.cluster, template, &s.nodegroups)
+                d.create_cluster(&s.cluster, template, &s.nodegroups, cas)
                     .await?,
             )
         }

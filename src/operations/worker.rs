@@ -157,18 +157,29 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
         Err(e) if e.is_gone() => return outcome::gone(state, &op, OpState::Running).await,
         Err(e) => return outcome::fail(state, &op, None, &e.to_string(), OpState::Running).await,
     };
-    // Magnum's conductor makes the cluster's certificates before the driver creates it.
+    // Magnum's conductor makes the cluster's certificates before the driver creates it;
+    // the driver gets them opened (the ClusterAPI driver hands them to Cluster API).
+    let mut cas = None;
     if op.kind() == OpKind::CreateCluster {
-        match super::certificates::ensure_for_create(state, &subject.cluster).await? {
-            Made::Ready | Made::Deleting => {}
-            Made::ClusterGone => return outcome::gone(state, &op, OpState::Running).await,
-            Made::Failed(reason) => {
-                return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await
+        let failure = match super::certificates::ensure_for_create(state, &subject.cluster).await? {
+            Made::Ready => {
+                match super::certificates::opened_for_driver(state, &op.cluster_uuid).await? {
+                    Ok(opened) => {
+                        cas = opened;
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                }
             }
+            Made::Deleting => None,
+            Made::ClusterGone => return outcome::gone(state, &op, OpState::Running).await,
+            Made::Failed(reason) => Some(reason),
+        };
+        if let Some(reason) = failure {
+            return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await;
         }
     }
-    tracing::info!(operation = op.id, kind = op.kind().as_str(), cluster = %op.cluster_uuid, "handing operation to driver");
-    let outcome = call_driver(&subject, &op).await;
+    let outcome = call_driver(&subject, &op, cas.as_ref()).await;
     match outcome {
         Ok(done) => {
             if op.kind() == OpKind::Rollback {

@@ -83,6 +83,7 @@ impl Lifecycle for ScriptedDriver {
         cluster: &Cluster,
         _template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
+        _cas: Option<&magnum_rs::certificates::ClusterCas>,
     ) -> Result<CreateOutcome, DriverError> {
         (self.on_create)(nodegroups);
         Ok(CreateOutcome {

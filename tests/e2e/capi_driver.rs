@@ -193,7 +193,7 @@ async fn database_url(dir: &std::path::Path) -> String {
     }
 }
 
-async fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
+async fn start_server(kube: &Kube, dir: &std::path::Path, url: &str) -> Server {
     let config = dir.join("magnum-rs.toml");
     std::fs::write(
         &config,
@@ -204,9 +204,8 @@ async fn start_server(kube: &Kube, dir: &std::path::Path) -> Server {
         ),
     )
     .expect("config");
-    let url = database_url(dir).await;
     let cfg = config.display().to_string();
-    Server::start(&url, dir, &["--config", &cfg])
+    Server::start(url, dir, &["--config", &cfg])
 }
 
 /// Polls `GET path` until `check` holds (bounded; the server's watchers work meanwhile).
@@ -457,47 +456,56 @@ fn pem_der(pem: &str) -> Vec<u8> {
         .contents
 }
 
-/// `openstack coe cluster config --use-certificate` on a ClusterAPI cluster: the kubeconfig
-/// carries the workload CA Cluster API holds in Secret `<stack>-ca`, and a client certificate
-/// (the CLI's own key and CSR) signed by that CA. Before the Secret exists the CA is not
-/// available (409); rotation is refused as magnum-cluster-api refuses it.
+/// `openstack coe cluster config --use-certificate` on a ClusterAPI cluster: the create wrote
+/// the CAs Magnum's conductor made into the Secrets Cluster API's kubeadm control plane reads
+/// (`<stack>-ca`, `-etcd`, `-proxy`, `-sa`), so the kubeconfig carries that CA and a client
+/// certificate (the CLI's own key and CSR) signed by it. A cluster without stored CAs (made
+/// before magnum-rs kept them) is answered from the Secret: not available (409) until it
+/// exists. Rotation is refused as magnum-cluster-api refuses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh"]
-async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
+async fn cluster_config_writes_a_kubeconfig_signed_by_magnums_ca_in_cluster_apis_secret() {
     use x509_parser::prelude::{FromDer as _, X509Certificate};
 
     let kube = Kube::connect().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_server(&kube, dir.path()).await;
+    let url = database_url(dir.path()).await;
+    let server = start_server(&kube, dir.path(), &url).await;
     let (stack, uuid) = cluster_on_capi(&kube, &server).await;
-
-    let (code, body) = http(
-        server.port,
-        "GET",
-        &format!("/v1/certificates/{uuid}"),
-        None,
-    );
-    assert_eq!(code, 409, "{body}");
-    assert_eq!(
-        body["errors"][0]["detail"],
-        format!("The CA certificate of cluster {uuid} is not available yet")
-    );
-
-    // What Cluster API's kubeadm control plane keeps: the workload CA in `<cluster>-ca`.
-    let ca_crt = include_str!("../fixtures/capi-ca/tls.crt");
-    let ca_key = include_str!("../fixtures/capi-ca/tls.key");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(kube.client.clone(), &kube.ns);
-    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("{stack}-ca"), "labels": {"cluster.x-k8s.io/cluster-name": stack}},
-        "type": "cluster.x-k8s.io/secret",
-        "stringData": {"tls.crt": ca_crt, "tls.key": ca_key},
-    }))
-    .expect("secret");
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .expect("create CA secret");
+    let secret_crt = |name: String| {
+        let secrets = secrets.clone();
+        async move {
+            let s = secrets.get(&name).await.expect("CA Secret");
+            assert_eq!(s.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+            assert!(s.metadata.owner_references.unwrap_or_default().is_empty());
+            let data = s.data.unwrap_or_default();
+            assert!(
+                String::from_utf8_lossy(&data["tls.key"].0).contains("BEGIN PRIVATE KEY"),
+                "an opened PKCS#8 key"
+            );
+            String::from_utf8(data["tls.crt"].0.clone()).expect("utf-8")
+        }
+    };
+    for (ca_cert_type, suffix) in [
+        ("kubernetes", "ca"),
+        ("etcd", "etcd"),
+        ("front-proxy", "proxy"),
+    ] {
+        let (code, body) = http(
+            server.port,
+            "GET",
+            &format!("/v1/certificates/{uuid}?ca_cert_type={ca_cert_type}"),
+            None,
+        );
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(
+            body["pem"],
+            json!(secret_crt(format!("{stack}-{suffix}")).await)
+        );
+    }
+    secret_crt(format!("{stack}-sa")).await;
 
     let out_dir = dir.path().join("kubeconfig");
     std::fs::create_dir_all(&out_dir).expect("dir");
@@ -608,14 +616,7 @@ async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out.trim(), held_crt.trim());
 
-    // An etcd CA that Cluster API has not written is not available; rotation is refused.
-    let (code, _) = http(
-        server.port,
-        "GET",
-        &format!("/v1/certificates/{uuid}?ca_cert_type=etcd"),
-        None,
-    );
-    assert_eq!(code, 409);
+    // Rotation is refused.
     let (code, body) = http(
         server.port,
         "PATCH",
@@ -627,4 +628,55 @@ async fn cluster_config_writes_a_kubeconfig_signed_by_the_workload_ca_secret() {
         body["errors"][0]["detail"],
         "'rotate_ca_certificate' is not supported by this driver."
     );
+
+    // A cluster without stored CAs: Cluster API's Secret answers, 409 until it exists.
+    let store = magnum_rs::store::Store::connect(&url).await.expect("store");
+    sqlx::query("UPDATE cluster SET ca_cert_ref = NULL, etcd_ca_cert_ref = NULL WHERE uuid = ?")
+        .bind(&uuid)
+        .execute(&mut store.side_connection().await.expect("connection"))
+        .await
+        .expect("forget the stored CAs");
+    secrets
+        .delete(&format!("{stack}-etcd"), &Default::default())
+        .await
+        .expect("delete the etcd CA Secret");
+    let (code, body) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}?ca_cert_type=etcd"),
+        None,
+    );
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["errors"][0]["detail"],
+        format!("The CA certificate of cluster {uuid} is not available yet")
+    );
+    let ca_crt = include_str!("../fixtures/capi-ca/tls.crt");
+    let ca_key = include_str!("../fixtures/capi-ca/tls.key");
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("{stack}-etcd"), "labels": {"cluster.x-k8s.io/cluster-name": stack}},
+        "type": "cluster.x-k8s.io/secret",
+        "stringData": {"tls.crt": ca_crt, "tls.key": ca_key},
+    }))
+    .expect("secret");
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create CA secret");
+    let (code, body) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}?ca_cert_type=etcd"),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["pem"], json!(ca_crt));
+    let (code, body) = http(
+        server.port,
+        "GET",
+        &format!("/v1/certificates/{uuid}"),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["pem"], json!(secret_crt(format!("{stack}-ca")).await));
 }

@@ -23,8 +23,8 @@ use magnum_rs::config::Config;
 use magnum_rs::drivers::cluster_api::driver::KubeClusterApiDriver;
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::drivers::{
-    Background, DriverError, InFlight, Lifecycle, Progress, ReconcileFailed, ResizeRequest,
-    StackReconciler, Verdict,
+    Background, Certificates, DriverError, InFlight, Lifecycle, Progress, ReconcileFailed,
+    ResizeRequest, StackReconciler, Verdict,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::store::operations::OpKind;
@@ -34,6 +34,24 @@ const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
 /// Kinds only a server-side dry run can take here: no controllers or kubelet run, and the
 /// example Secret holds placeholders.
 const DRY_RUN_KINDS: &[&str] = &["Deployment", "PodDisruptionBudget", "Secret"];
+
+/// A cluster's certificates as the worker hands them to the driver (keys opened).
+fn opened_cas(name: &str) -> magnum_rs::certificates::ClusterCas {
+    use magnum_rs::certificates::{
+        cluster_certificates, decrypt_private_key, KeyPairPem, OpenedKeyPair,
+    };
+    let made = cluster_certificates(name, 2048).expect("certificates");
+    let open = |kp: KeyPairPem| OpenedKeyPair {
+        private_key: decrypt_private_key(&kp.private_key, Some(&kp.passphrase)).expect("open"),
+        certificate: kp.certificate,
+    };
+    magnum_rs::certificates::ClusterCas {
+        ca: open(made.ca),
+        etcd_ca: open(made.etcd_ca),
+        front_proxy_ca: open(made.front_proxy_ca),
+        service_account: open(made.magnum_client),
+    }
+}
 
 fn admin_kubeconfig() -> String {
     std::env::var("MAGNUM_RS_TEST_KUBECONFIG")
@@ -256,11 +274,52 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         node_count: 1,
         ..NodeGroup::default()
     };
+    // Magnum's CAs go into the Secrets kubeadm's control plane reads, before the Cluster.
+    let cas = opened_cas("rbac");
     let created = driver
-        .create_cluster(&cluster, &template, &[master.clone(), worker.clone()])
+        .create_cluster(
+            &cluster,
+            &template,
+            &[master.clone(), worker.clone()],
+            Some(&cas),
+        )
         .await
         .expect("cluster create with the SA token");
     assert_eq!(created.stack_id.as_deref(), Some(stack.as_str()));
+    let secrets = Api::<Secret>::namespaced(admin.clone(), ns);
+    for (suffix, pair) in [
+        ("ca", &cas.ca),
+        ("etcd", &cas.etcd_ca),
+        ("proxy", &cas.front_proxy_ca),
+        ("sa", &cas.service_account),
+    ] {
+        let s = secrets
+            .get(&format!("{stack}-{suffix}"))
+            .await
+            .expect("CA Secret written");
+        assert_eq!(s.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+        let data = s.data.unwrap_or_default();
+        assert_eq!(data["tls.crt"].0, pair.certificate.as_bytes(), "{suffix}");
+        assert_eq!(data["tls.key"].0, pair.private_key.as_bytes(), "{suffix}");
+    }
+    // A create run again (after a crash) keeps what the first run wrote.
+    driver
+        .create_cluster(
+            &cluster,
+            &template,
+            &[master.clone(), worker.clone()],
+            Some(&cas),
+        )
+        .await
+        .expect("a repeated create with the SA token");
+    // The CA Secret is what a cluster without stored CAs is answered from.
+    assert_eq!(
+        driver
+            .ca_certificate(&cluster, None)
+            .await
+            .expect("CA with the SA token"),
+        cas.ca.certificate
+    );
 
     // Play the topology controller as admin: the KCP, the MD and one control-plane Machine.
     let admin_api = |ar: &ApiResource| Api::<DynamicObject>::namespaced_with(admin.clone(), ns, ar);
@@ -468,7 +527,7 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         .await
         .expect("driver");
     match outside
-        .create_cluster(&cluster, &template, std::slice::from_ref(&master))
+        .create_cluster(&cluster, &template, std::slice::from_ref(&master), None)
         .await
     {
         Err(DriverError::Rejected(msg)) => assert!(msg.contains("forbidden"), "{msg}"),

@@ -109,6 +109,13 @@ impl Capi {
             .map(|o| serde_json::to_value(o).expect("json"))
     }
 
+    /// Secret `name` of the namespace, as JSON (its `data` base64, as the API gives it).
+    fn secret(&self, name: &str) -> Option<k8s_openapi::api::core::v1::Secret> {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), self.ns());
+        self.rt.block_on(api.get_opt(name)).expect("get Secret")
+    }
+
     /// Names of the cluster's Machines (control plane or workers).
     fn machines(&self, stack: &str, control_plane: bool) -> Vec<String> {
         let mut selector = format!("cluster.x-k8s.io/cluster-name={stack}");
@@ -466,6 +473,41 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
     assert_eq!(c["coe_version"], "v1.30.4", "{c}");
     assert_eq!(c["master_count"], 1);
     assert_eq!(capi.machines(&stack, true).len(), 1);
+    // Cluster API's control plane runs on the CAs Magnum's conductor made: the Secrets it
+    // reads hold the certificates the API serves (and the kubeconfig below, signed through
+    // `POST /v1/certificates`, is accepted by the workload cluster's API server).
+    let uuid = c["uuid"].as_str().expect("uuid").to_string();
+    for (ca_cert_type, suffix) in [
+        ("kubernetes", "ca"),
+        ("etcd", "etcd"),
+        ("front_proxy", "proxy"),
+    ] {
+        let path = format!("/v1/certificates/{uuid}?ca_cert_type={ca_cert_type}");
+        let (code, body) = http(server.port, "GET", &path, None);
+        assert_eq!(code, 200, "{body}");
+        let served = body["pem"].as_str().expect("pem").to_string();
+        let held = capi
+            .secret(&format!("{stack}-{suffix}"))
+            .and_then(|s| s.data)
+            .map(|d| String::from_utf8(d["tls.crt"].0.clone()).expect("utf-8"))
+            .expect("CA Secret");
+        assert_eq!(served.trim(), held.trim(), "{suffix}");
+    }
+    // The kubeadm control plane adopts them (its controller owner reference; the
+    // magnum-cluster-api notes saw none because their control plane never got that far),
+    // so they go with it after the Cluster (checked at the end).
+    for suffix in ["ca", "etcd", "proxy", "sa"] {
+        let owners = capi
+            .secret(&format!("{stack}-{suffix}"))
+            .and_then(|s| s.metadata.owner_references)
+            .unwrap_or_default();
+        assert!(
+            owners
+                .iter()
+                .any(|o| o.kind == "KubeadmControlPlane" && o.controller == Some(true)),
+            "{suffix}: {owners:?}"
+        );
+    }
 
     // Control plane 1 → 3: KCP really reaches 3 ready replicas.
     let out = cli.ok(&[
@@ -684,6 +726,17 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
         capi.get(&capi.res.cluster, &stack).is_none(),
         "the Cluster object is gone"
     );
+    // The CA Secrets follow their owner (the garbage collector, shortly after).
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    for suffix in ["ca", "etcd", "proxy", "sa"] {
+        while capi.secret(&format!("{stack}-{suffix}")).is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "{stack}-{suffix} outlived the cluster"
+            );
+            std::thread::park_timeout(Duration::from_millis(200));
+        }
+    }
 }
 
 /// A size the KCP webhook refuses (even, let past our own check by

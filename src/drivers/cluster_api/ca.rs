@@ -1,15 +1,22 @@
 //! The workload cluster's CAs as Cluster API keeps them in the management cluster: Secret
-//! `<cluster>-ca` (and `-etcd`, `-proxy`) with `tls.crt` and `tls.key`, the names
-//! magnum-cluster-api writes and kubeadm's control plane reads. `GET /v1/certificates`
-//! answers `tls.crt`; `POST /v1/certificates` signs with `tls.key`, which never leaves
-//! this module (nor any log).
+//! `<cluster>-ca` (and `-etcd`, `-proxy`, and `-sa` for the service-account key pair)
+//! with `tls.crt` and `tls.key`, the names magnum-cluster-api writes and kubeadm's control
+//! plane reads. A create writes Magnum's CAs there before the Cluster exists
+//! ([`write_cas`]), so the control plane signs with them instead of making its own. For a
+//! cluster without stored CAs (made before magnum-rs kept them), `GET /v1/certificates`
+//! answers `tls.crt` and `POST /v1/certificates` signs with `tls.key`. Keys never leave
+//! this module (nor reach any log).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ObjectMeta, PostParams};
 use kube::Api;
 
-use super::client::ManagementCluster;
-use crate::certificates::CaType;
+use super::client::{kube_error, ManagementCluster};
+use crate::certificates::{CaType, ClusterCas, OpenedKeyPair};
 use crate::drivers::signing::{CertificateAuthority, SignError};
+use crate::drivers::DriverError;
 use crate::drivers::Refusal;
 
 /// The Secret suffix of a Magnum `ca_cert_type` ([`CaType`]).
@@ -18,6 +25,59 @@ pub fn secret_suffix(ca_cert_type: Option<&str>) -> &'static str {
         CaType::Etcd => "etcd",
         CaType::FrontProxy => "proxy",
         CaType::Kubernetes => "ca",
+    }
+}
+
+/// The Secret type Cluster API gives the certificates it reads.
+const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
+/// The label that ties a Secret to its Cluster.
+const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
+/// Writes the cluster's CAs and service-account key pair into the Secrets kubeadm's
+/// control plane reads (`<stack>-ca`, `-etcd`, `-proxy`, `-sa`), as magnum-cluster-api
+/// writes them: no owner references, `tls.crt` and the opened `tls.key`. A Secret that
+/// exists already is kept (a create run again after a crash wrote it).
+pub async fn write_cas(
+    mc: &ManagementCluster,
+    stack: &str,
+    cas: &ClusterCas,
+) -> Result<(), DriverError> {
+    let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
+    for (suffix, pair) in [
+        ("ca", &cas.ca),
+        ("etcd", &cas.etcd_ca),
+        ("proxy", &cas.front_proxy_ca),
+        ("sa", &cas.service_account),
+    ] {
+        let name = format!("{stack}-{suffix}");
+        match api
+            .create(&PostParams::default(), &ca_secret(&name, stack, pair))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+            Err(e) => return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace))),
+        }
+    }
+    Ok(())
+}
+
+fn ca_secret(name: &str, stack: &str, pair: &OpenedKeyPair) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(BTreeMap::from([(
+                CLUSTER_NAME_LABEL.to_string(),
+                stack.to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some(CLUSTER_SECRET_TYPE.to_string()),
+        string_data: Some(BTreeMap::from([
+            ("tls.crt".to_string(), pair.certificate.clone()),
+            ("tls.key".to_string(), pair.private_key.clone()),
+        ])),
+        ..Secret::default()
     }
 }
 

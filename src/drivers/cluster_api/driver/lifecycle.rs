@@ -8,7 +8,9 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
 use super::{generation_of, ng_ref, KubeClusterApiDriver};
-use crate::drivers::cluster_api::client::kube_error;
+use crate::certificates::ClusterCas;
+use crate::drivers::cluster_api::ca;
+use crate::drivers::cluster_api::client::{kube_error, ManagementCluster};
 use crate::drivers::cluster_api::topology;
 use crate::drivers::{
     CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
@@ -22,9 +24,17 @@ impl Lifecycle for KubeClusterApiDriver {
         cluster: &Cluster,
         template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
+        cas: Option<&ClusterCas>,
     ) -> Result<CreateOutcome, DriverError> {
         let mc = self.management_for(cluster)?;
-        let stack = cluster.stack_id.clone().unwrap_or_else(random_stack_id);
+        let stack = match cluster.stack_id.clone().filter(|s| !s.is_empty()) {
+            Some(stack) => stack,
+            None => self.backend_name(mc, &cluster.uuid).await?,
+        };
+        // Magnum's CAs first: the control plane makes its own when it finds none.
+        if let Some(cas) = cas {
+            ca::write_cas(mc, &stack, cas).await?;
+        }
         let body = topology::cluster_object(
             &stack,
             &mc.namespace,
@@ -42,9 +52,17 @@ impl Lifecycle for KubeClusterApiDriver {
             .await
         {
             Ok(o) => o.metadata.generation,
-            // A repeated call (after a crash): the object the first call made.
+            // A repeated call (after a crash): the object the first call made. Another
+            // cluster's object took the name meanwhile: the next try picks another.
             Err(kube::Error::Api(s)) if s.is_already_exists() => {
-                generation_of(&self.get_cluster(mc, &stack).await?)
+                let existing = self.get_cluster(mc, &stack).await?;
+                if owner_of(&existing) != Some(cluster.uuid.as_str()) {
+                    return Err(DriverError::transient(format!(
+                        "Cluster {}/{stack} was created for another cluster meanwhile",
+                        mc.namespace
+                    )));
+                }
+                generation_of(&existing)
             }
             Err(e) => return Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
         };
@@ -308,11 +326,90 @@ impl Lifecycle for KubeClusterApiDriver {
     }
 }
 
-fn random_stack_id() -> String {
+/// The Magnum cluster uuid a Cluster object carries (its `cluster-uuid` label).
+fn owner_of(cluster: &Value) -> Option<&str> {
+    cluster
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(topology::CLUSTER_UUID_LABEL))
+        .and_then(Value::as_str)
+}
+
+/// How many names a create tries before it gives up (each taken by another cluster).
+const NAME_CANDIDATES: u32 = 8;
+
+impl KubeClusterApiDriver {
+    /// The Cluster API name of a new cluster, in magnum-cluster-api's style (`kube-` and
+    /// five characters). It is derived from the cluster's uuid, not drawn at random, so a
+    /// create that runs again after a crash finds the objects the first run made under it
+    /// (its Secrets, its Cluster): the first candidate that is free or already this
+    /// cluster's.
+    async fn backend_name(
+        &self,
+        mc: &ManagementCluster,
+        cluster_uuid: &str,
+    ) -> Result<String, DriverError> {
+        let api = self.api(mc, &self.resources.cluster);
+        for attempt in 0..NAME_CANDIDATES {
+            let name = candidate_name(cluster_uuid, attempt);
+            let existing = api
+                .get_opt(&name)
+                .await
+                .map_err(|e| kube_error(e, &format!("Cluster {}/{name}", mc.namespace)))?;
+            let existing = existing.map(|o| serde_json::to_value(o).unwrap_or_default());
+            match existing.as_ref().map(owner_of) {
+                None => return Ok(name),
+                Some(Some(owner)) if owner == cluster_uuid => return Ok(name),
+                Some(_) => continue,
+            }
+        }
+        Err(DriverError::rejected(format!(
+            "no free Cluster API name for cluster {cluster_uuid} in {}",
+            mc.namespace
+        )))
+    }
+}
+
+/// The `attempt`-th name for a cluster: `kube-` and five characters drawn from its uuid.
+fn candidate_name(cluster_uuid: &str, attempt: u32) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let r = uuid::Uuid::new_v4().as_u128();
+    let seed = uuid::Uuid::parse_str(cluster_uuid)
+        .map(|u| u.as_u128())
+        .unwrap_or_else(|_| {
+            cluster_uuid
+                .bytes()
+                .fold(0u128, |h, b| h.wrapping_mul(31).wrapping_add(u128::from(b)))
+        });
+    let mut r = seed ^ u128::from(attempt).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
     let tail: String = (0..5)
-        .map(|i| ALPHABET[((r >> (i * 8)) % ALPHABET.len() as u128) as usize] as char)
+        .map(|_| {
+            let c = ALPHABET[(r % ALPHABET.len() as u128) as usize] as char;
+            r /= ALPHABET.len() as u128;
+            c
+        })
         .collect();
     format!("kube-{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidate_name;
+
+    #[test]
+    fn a_clusters_backend_names_are_its_own_and_in_magnum_cluster_apis_style() {
+        let uuid = "0f6c3e9a-3b1d-4c55-9a3e-7d2b8f1e6a42";
+        let first = candidate_name(uuid, 0);
+        assert_eq!(first, candidate_name(uuid, 0), "the same on every run");
+        assert_eq!(first.len(), 10);
+        assert!(first.starts_with("kube-"));
+        assert!(first[5..]
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        let names: std::collections::BTreeSet<String> =
+            (0..8).map(|i| candidate_name(uuid, i)).collect();
+        assert_eq!(names.len(), 8, "each attempt another name: {names:?}");
+        assert_ne!(
+            first,
+            candidate_name("0f6c3e9a-3b1d-4c55-9a3e-7d2b8f1e6a43", 0)
+        );
+    }
 }
