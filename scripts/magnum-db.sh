@@ -7,6 +7,9 @@
 #                                        (scripts/magnum_seed.py)
 #   scripts/magnum-db.sh dump DBNAME     print cluster_template, cluster, nodegroup rows as JSON
 #   scripts/magnum-db.sh conf DBNAME     print the path of the generated magnum.conf
+#   scripts/magnum-db.sh certs DBNAME generate|read UUID [CSR_FILE]
+#                                        a cluster's certificates through Magnum's own cert
+#                                        manager (scripts/magnum_certs.py)
 #
 # Starts MariaDB and builds the magnum venv if needed (both no-ops when warm).
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), MARIADB_PORT (default 13306).
@@ -16,9 +19,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 PORT="${MARIADB_PORT:-13306}"
 
-usage() { echo "usage: $0 create|seed|dump|conf DBNAME" >&2; exit 2; }
-[[ $# -eq 2 ]] || usage
-CMD="$1"; DB="$2"
+usage() { echo "usage: $0 create|seed|dump|conf DBNAME | certs DBNAME generate|read UUID [CSR_FILE]" >&2; exit 2; }
+[[ $# -eq 2 || ( $# -ge 4 && "$1" == certs ) ]] || usage
+CMD="$1"; DB="$2"; shift 2
 [[ "$DB" =~ ^[A-Za-z0-9_]{1,64}$ ]] || { echo "magnum-db.sh: bad DBNAME '$DB'" >&2; exit 2; }
 
 "$HERE/mariadb.sh" start
@@ -39,6 +42,8 @@ debug = false
 state_path = $WORK/state
 [database]
 connection = mysql+pymysql://magnum:magnum@127.0.0.1:$PORT/$DB?charset=utf8mb4
+[certificates]
+cert_manager_type = x509keypair
 [oslo_concurrency]
 lock_path = $WORK/state/lock
 [oslo_messaging_notifications]
@@ -75,5 +80,6 @@ PY
   seed) "$PY" -W ignore "$HERE/magnum_seed.py" --config-file "$CONF" ;;
   dump) "$PY" "$HERE/magnum_dump.py" ;;
   conf) echo "$CONF" ;;
+  certs) "$PY" -W ignore "$HERE/magnum_certs.py" --config-file "$CONF" "$@" ;;
   *) usage ;;
 esac
