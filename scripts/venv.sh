@@ -9,11 +9,15 @@
 #                            prints the venv path
 #   scripts/venv.sh horizon  venv-horizon: horizon==27.0.0 + magnum-ui==19.0.0 + gunicorn +
 #                            selenium; prints the venv path
+#   scripts/venv.sh openstack venv-openstack: glance==33.0.0 + nova==34.0.0 + neutron==29.0.0 +
+#                            cinder==29.0.0 + gunicorn + pyroute2 (neutron 29.0.0 imports it but
+#                            does not require it) for scripts/openstack.sh; prints the venv path
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (default python3).
 # Versions are pinned by scripts/constraints.txt (a `pip freeze` of working venvs); the
 # Keystone venv by scripts/keystone/constraints.txt, the tempest venv by
-# scripts/tempest/constraints.txt, the Horizon venv by scripts/horizon/constraints.txt.
+# scripts/tempest/constraints.txt, the Horizon venv by scripts/horizon/constraints.txt, the
+# OpenStack services' venv by scripts/openstack/constraints.txt.
 # A venv is reused when its marker matches the package spec + constraints hash;
 # the marker is written only after a successful install. Progress goes to stderr.
 set -euo pipefail
@@ -63,5 +67,10 @@ case "${1:-}" in
     ensure_venv "$CACHE/venv-horizon" horizon==27.0.0 magnum-ui==19.0.0 gunicorn==26.0.0 \
       selenium==4.47.0
     echo "$CACHE/venv-horizon" ;;
-  *) echo "usage: $0 cli|magnum|keystone|tempest|horizon" >&2; exit 2 ;;
+  openstack)
+    CONSTRAINTS="$HERE/openstack/constraints.txt"
+    ensure_venv "$CACHE/venv-openstack" glance==33.0.0 nova==34.0.0 neutron==29.0.0 \
+      cinder==29.0.0 gunicorn==26.0.0 pyroute2
+    echo "$CACHE/venv-openstack" ;;
+  *) echo "usage: $0 cli|magnum|keystone|tempest|horizon|openstack" >&2; exit 2 ;;
 esac
