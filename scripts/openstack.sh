@@ -7,7 +7,8 @@
 # (transport_url = fake://). See docs/openstack-services.md.
 #
 #   scripts/openstack.sh start BASE KEYSTONE_BASE [PORT]
-#        fresh state in BASE: configuration, database migrations, gunicorn for glance on
+#        fresh state in BASE: configuration, database migrations (the migrated empty
+#        databases are kept in the cache and copied on later starts), gunicorn for glance on
 #        127.0.0.1:PORT, nova on PORT+1, neutron on PORT+2, cinder on PORT+3 (PORT defaults
 #        to 19292); registers the service users (`<name>-secret`), services and endpoints in
 #        the Keystone that `scripts/keystone.sh start KEYSTONE_BASE ...` runs; seeds flavors,
@@ -21,7 +22,9 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 SERVICES=(glance nova neutron cinder)
+DBS=(glance/glance.db nova/nova_api.db nova/nova_cell0.db neutron/neutron.db cinder/cinder.db)
 export PYTHONWARNINGS="ignore::DeprecationWarning,ignore::UserWarning"
 
 usage() { echo "usage: $0 start BASE KEYSTONE_BASE [PORT] | stop BASE | resume BASE" >&2; exit 2; }
@@ -116,6 +119,8 @@ service_plugins = router
 api_paste_config = $base/neutron/etc/api-paste.ini
 notify_nova_on_port_status_changes = false
 notify_nova_on_port_data_changes = false
+# no DHCP agent to schedule networks to
+dhcp_agent_notification = false
 [database]
 connection = sqlite:///$base/neutron/neutron.db
 [oslo_concurrency]
@@ -200,24 +205,67 @@ db_sync() {  # db_sync BASE SERVICE: the service's migrations on its SQLite data
   esac >"$base/log/$svc-db-sync.log" 2>&1
 }
 
-stop_one() {  # stop_one BASE SERVICE: the gunicorn session (master and worker)
-  local base="$1" svc="$2" pidfile="$1/run/$2.pid"
-  if [[ -f "$pidfile" ]]; then
-    local pid; pid="$(cat "$pidfile")"
-    if kill -0 "$pid" 2>/dev/null && grep -q gunicorn "/proc/$pid/cmdline" 2>/dev/null; then
-      # setsid -f made the master a session and process-group leader: signal the group.
-      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
-      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL -- "-$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
+db_template() {  # the cache of migrated, empty databases for these pins and this db_sync
+  local key
+  key="$({ cat "$HERE/openstack/constraints.txt" "$HERE/openstack/neutron_db.py"; declare -f db_sync; } \
+    | sha256sum | cut -c1-16)"
+  echo "$CACHE/openstack-db/$key"
+}
+
+migrate() {  # migrate BASE: the databases, copied from the template when there is one
+  local base="$1" tpl db svc
+  tpl="$(db_template)"
+  if [[ -f "$tpl/complete" ]]; then
+    log "databases from $tpl"
+    for db in "${DBS[@]}"; do cp "$tpl/${db//\//-}" "$base/$db"; done
+    # nova's cell0 mapping (in the API database) holds the cell0 database's URL.
+    python3 - "$base/nova/nova_api.db" "sqlite:///$base/nova/nova_cell0.db" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("UPDATE cell_mappings SET database_connection = ? WHERE uuid = ?",
+               (sys.argv[2], "00000000-0000-0000-0000-000000000000")).rowcount
+db.commit()
+sys.exit(0 if n == 1 else "openstack.sh: no cell0 mapping in the nova_api template")
+EOF
+    return 0
+  fi
+  log "database migrations (glance, nova, neutron, cinder side by side)"
+  local pids=() i=0
+  for svc in "${SERVICES[@]}"; do db_sync "$base" "$svc" & pids+=($!); done
+  for svc in "${SERVICES[@]}"; do
+    if ! wait "${pids[$i]}"; then log "$svc's migrations failed:"; tail -30 "$base/log/$svc-db-sync.log" >&2; exit 1; fi
+    i=$((i + 1))
+  done
+  # Keep the fresh databases (no row depends on BASE but nova's cell0 URL) for the next start.
+  mkdir -p "$CACHE/openstack-db"
+  local tmp; tmp="$(mktemp -d "$CACHE/openstack-db/.tmp.XXXXXX")"
+  for db in "${DBS[@]}"; do cp "$base/$db" "$tmp/${db//\//-}"; done
+  touch "$tmp/complete"
+  mv -T "$tmp" "$tpl" 2>/dev/null || rm -rf "$tmp"
+}
+
+signal_one() {  # signal_one BASE SERVICE SIGNAL: the gunicorn session (master and worker)
+  local pidfile="$1/run/$2.pid"
+  [[ -f "$pidfile" ]] || return 0
+  local pid; pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null && grep -q gunicorn "/proc/$pid/cmdline" 2>/dev/null; then
+    # setsid -f made the master a session and process-group leader: signal the group.
+    kill "-$3" -- "-$pid" 2>/dev/null || kill "-$3" "$pid" 2>/dev/null || true
   fi
 }
 
-stop() {  # stop BASE: every service, then wait for the ports
+stop() {  # stop BASE: TERM to every service at once (each takes 2-3 s), KILL after 10 s
   local base="$1" svc
   [[ -f "$base/port" ]] || return 0
-  for svc in "${SERVICES[@]}"; do stop_one "$base" "$svc"; done
+  for svc in "${SERVICES[@]}"; do signal_one "$base" "$svc" TERM; done
+  for svc in "${SERVICES[@]}"; do
+    local pidfile="$base/run/$svc.pid"
+    [[ -f "$pidfile" ]] || continue
+    local pid; pid="$(cat "$pidfile")"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    signal_one "$base" "$svc" KILL
+    rm -f "$pidfile"
+  done
   for svc in "${SERVICES[@]}"; do
     local port; port="$(port_of "$base" "$svc")"
     for _ in $(seq 100); do port_open "$port" || continue 2; sleep 0.1; done
@@ -235,6 +283,7 @@ spawn() {  # spawn BASE SERVICE: gunicorn in its own session, detached from this
   setsid -f "$venv/bin/gunicorn" --chdir "$base/$svc" --bind "127.0.0.1:$port" --workers 1 \
     --threads 1 --no-control-socket --timeout 120 --name "$svc-api" \
     --pid "$base/run/$svc.pid" --access-logfile "$base/log/$svc-access.log" \
+    --access-logformat '%(h)s "%(r)s" %(s)s %(b)s %(L)ss' \
     --error-logfile "$base/log/$svc-gunicorn.log" --pythonpath "$base/$svc/etc" \
     wsgi_shim:application >"$base/log/$svc-gunicorn.out" 2>&1 </dev/null
 }
@@ -292,14 +341,7 @@ case "$cmd" in
       "http://127.0.0.1:$(port_of "$base" glance)" "http://127.0.0.1:$(port_of "$base" nova)" \
       "http://127.0.0.1:$(port_of "$base" neutron)" "http://127.0.0.1:$(port_of "$base" cinder)" \
       "$base/keystone-ids.json"
-    log "database migrations (glance, nova, neutron, cinder side by side)"
-    pids=()
-    for svc in "${SERVICES[@]}"; do db_sync "$base" "$svc" & pids+=($!); done
-    i=0
-    for svc in "${SERVICES[@]}"; do
-      if ! wait "${pids[$i]}"; then log "$svc's migrations failed:"; tail -30 "$base/log/$svc-db-sync.log" >&2; exit 1; fi
-      i=$((i + 1))
-    done
+    migrate "$base"
     log "migrations done after $((SECONDS - t0)) s; starting the API processes"
     trap 'log "start failed: stopping the services (logs in $base/log)"; stop "$base"' ERR
     run_all "$base"

@@ -12,8 +12,12 @@ clouds.yaml (OS_CLIENT_CONFIG_FILE):
 * as demo (ks-demo): the network `private` with subnet `private-subnet` 10.0.0.0/24, and the
   keypair `default` (an ed25519 key made here; the private half stays in BASE/seed/).
 
-Independent chains run side by side. Every command and its output go to BASE/log/seed.log.
-Merges the ids with BASE/keystone-ids.json into BASE/openstack.json.
+Each cloud's commands go to one `openstack` process on its standard input (the CLI's
+interactive mode reads commands from a non-terminal stdin): one Python start-up and one token
+per cloud instead of one per command, about 1 s instead of 3-9 s each on a busy machine.
+The two processes run side by side. Every command must print one JSON document (-f json);
+otherwise the seed fails (the interactive mode's exit status is 1 whatever happens). Commands and output go to
+BASE/log/seed.log. The ids, with BASE/keystone-ids.json, go to BASE/openstack.json.
 
 Usage: seed.py BASE OPENSTACK_CLI
 """
@@ -21,9 +25,11 @@ Usage: seed.py BASE OPENSTACK_CLI
 import concurrent.futures
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
+import time
 
 LOCK = threading.Lock()
 
@@ -34,16 +40,35 @@ def main():
     os.makedirs(seed, exist_ok=True)
     log = open(os.path.join(base, "log", "seed.log"), "a")
 
-    def osc(cloud, *args):
-        cmd = [cli, "--os-cloud", cloud, *args, "-f", "json"]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    def batch(cloud, commands):
+        """Runs COMMANDS (argument lists) in one CLI process; returns their JSON outputs."""
+        script = "".join(
+            shlex.join(cmd) + " -f json\n" for cmd in commands
+        )
+        t0 = time.monotonic()
+        res = subprocess.run([cli], input=script, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "OS_CLOUD": cloud})
+        took = time.monotonic() - t0
+        docs, pos, dec = [], 0, json.JSONDecoder()
+        out = res.stdout
+        while True:
+            while pos < len(out) and out[pos].isspace():
+                pos += 1
+            if pos >= len(out):
+                break
+            doc, pos = dec.raw_decode(out, pos)
+            docs.append(doc)
         with LOCK:
-            log.write(f"$ openstack --os-cloud {cloud} {' '.join(args)} -f json  # rc={res.returncode}\n")
-            log.write(res.stdout + res.stderr + "\n")
+            log.write(f"# OS_CLOUD={cloud} openstack <<EOF  (rc={res.returncode}, {took:.1f} s)\n"
+                      f"{script}EOF\n{res.stdout}{res.stderr}\n")
             log.flush()
-        if res.returncode != 0:
-            raise RuntimeError(f"openstack --os-cloud {cloud} {' '.join(args)}: {res.stderr.strip()[-800:]}")
-        return json.loads(res.stdout) if res.stdout.strip() else None
+        # The interactive mode exits 1 at the end of its input whatever happened, and goes on
+        # after a failed command: a command failed when its JSON document is missing.
+        if len(docs) != len(commands):
+            raise RuntimeError(f"openstack (OS_CLOUD={cloud}) printed {len(docs)} results for "
+                               f"{len(commands)} commands: "
+                               f"{res.stderr.strip()[-800:]} (see {base}/log/seed.log)")
+        return docs
 
     image_file = os.path.join(seed, "tiny.img")
     with open(image_file, "wb") as f:
@@ -55,59 +80,50 @@ def main():
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "demo@magnum-rs",
                     "-f", key], check=True)
 
-    def flavors():
-        out = {}
-        for name, vcpus, ram, disk in (("m1.small", 1, 2048, 20), ("m1.medium", 2, 4096, 40),
-                                       ("m1.large", 4, 8192, 80)):
-            out[name] = osc("ks-admin", "flavor", "create", name, "--public", "--vcpus",
-                            str(vcpus), "--ram", str(ram), "--disk", str(disk))["id"]
-        return "flavors", out
+    flavors = (("m1.small", 1, 2048, 20), ("m1.medium", 2, 4096, 40), ("m1.large", 4, 8192, 80))
+    images = (("ubuntu-2204-kube", ("os_distro=ubuntu", "hw_disk_bus=scsi")),
+              ("fedora-coreos", ("os_distro=fedora-coreos",)))
+    admin = []
+    for name, vcpus, ram, disk in flavors:
+        admin.append(["flavor", "create", name, "--public", "--vcpus", str(vcpus), "--ram",
+                      str(ram), "--disk", str(disk)])
+    for name, props in images:
+        cmd = ["image", "create", name, "--public", "--disk-format", "raw",
+               "--container-format", "bare", "--file", image_file]
+        for p in props:
+            cmd += ["--property", p]
+        admin.append(cmd)
+    admin += [
+        ["network", "create", "public", "--external", "--provider-network-type", "flat",
+         "--provider-physical-network", "public"],
+        ["subnet", "create", "public-subnet", "--network", "public", "--subnet-range",
+         "172.24.4.0/24", "--gateway", "172.24.4.1", "--no-dhcp", "--allocation-pool",
+         "start=172.24.4.10,end=172.24.4.250"],
+        ["volume", "type", "create", "ssd", "--public"],
+        ["volume", "type", "list"],
+    ]
+    demo = [
+        ["network", "create", "private"],
+        ["subnet", "create", "private-subnet", "--network", "private", "--subnet-range",
+         "10.0.0.0/24"],
+        ["keypair", "create", "default", "--public-key", key + ".pub"],
+    ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        admin_job = pool.submit(batch, "ks-admin", admin)
+        demo_job = pool.submit(batch, "ks-demo", demo)
+        a, d = admin_job.result(), demo_job.result()
 
-    def images():
-        out = {}
-        for name, props in (("ubuntu-2204-kube", ("os_distro=ubuntu", "hw_disk_bus=scsi")),
-                            ("fedora-coreos", ("os_distro=fedora-coreos",))):
-            args = ["image", "create", name, "--public", "--disk-format", "raw",
-                    "--container-format", "bare", "--file", image_file]
-            for p in props:
-                args += ["--property", p]
-            out[name] = osc("ks-admin", *args)["id"]
-        return "images", out
-
-    def public_network():
-        net = osc("ks-admin", "network", "create", "public", "--external",
-                  "--provider-network-type", "flat", "--provider-physical-network", "public")
-        sub = osc("ks-admin", "subnet", "create", "public-subnet", "--network", net["id"],
-                  "--subnet-range", "172.24.4.0/24", "--gateway", "172.24.4.1", "--no-dhcp",
-                  "--allocation-pool", "start=172.24.4.10,end=172.24.4.250")
-        return "public", {"network": net["id"], "subnet": sub["id"]}
-
-    def private_network():
-        net = osc("ks-demo", "network", "create", "private")
-        sub = osc("ks-demo", "subnet", "create", "private-subnet", "--network", net["id"],
-                  "--subnet-range", "10.0.0.0/24")
-        return "private", {"network": net["id"], "subnet": sub["id"]}
-
-    def keypair():
-        kp = osc("ks-demo", "keypair", "create", "default", "--public-key", key + ".pub")
-        return "keypair", {"name": kp["name"], "fingerprint": kp["fingerprint"],
-                           "user": "demo", "private_key_file": key}
-
-    def volume_types():
-        ssd = osc("ks-admin", "volume", "type", "create", "ssd", "--public")
-        types = {t["Name"]: t["ID"] for t in osc("ks-admin", "volume", "type", "list")}
-        types["ssd"] = ssd["id"]
-        return "volume_types", types
-
-    ids = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-        jobs = [pool.submit(f) for f in (public_network, private_network, images, flavors,
-                                         keypair, volume_types)]
-        for job in jobs:
-            name, value = job.result()
-            ids[name] = value
-    ids["networks"] = {"public": ids.pop("public"), "private": ids.pop("private")}
-
+    ids = {
+        "flavors": {f[0]: a[i]["id"] for i, f in enumerate(flavors)},
+        "images": {im[0]: a[3 + i]["id"] for i, im in enumerate(images)},
+        "networks": {
+            "public": {"network": a[5]["id"], "subnet": a[6]["id"]},
+            "private": {"network": d[0]["id"], "subnet": d[1]["id"]},
+        },
+        "volume_types": {t["Name"]: t["ID"] for t in a[8]},
+        "keypair": {"name": d[2]["name"], "fingerprint": d[2]["fingerprint"], "user": "demo",
+                    "private_key_file": key},
+    }
     with open(os.path.join(base, "keystone-ids.json")) as f:
         ids["keystone"] = json.load(f)
     with open(os.path.join(base, "openstack.json"), "w") as f:
@@ -117,5 +133,5 @@ def main():
 if __name__ == "__main__":
     try:
         main()
-    except (RuntimeError, subprocess.CalledProcessError) as e:
+    except (RuntimeError, subprocess.CalledProcessError, ValueError) as e:
         sys.exit(f"seed.py: {e}")
