@@ -134,3 +134,5 @@ if __name__ == "__main__":
         main()
     except urllib.error.HTTPError as e:
         sys.exit(f"register.py: {e.code} {e.reason}: {e.read()[:500]!r}")
+    except urllib.error.URLError as e:
+        sys.exit(f"register.py: Keystone at {sys.argv[1]} unreachable: {e.reason}")
