@@ -15,6 +15,7 @@ pub mod listener;
 pub mod model;
 pub mod mservice;
 pub mod names;
+pub mod openstack;
 pub mod operation;
 pub mod operations;
 pub mod policy;
