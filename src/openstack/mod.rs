@@ -1,8 +1,10 @@
 //! The cloud behind Magnum: the OpenStack services Magnum's API and conductor talk to
 //! (identity, compute, image, network, volume), found in the Keystone catalog as Magnum's
-//! `clients.OpenStackClients` finds them. No I/O in this part yet: the catalog a token
-//! carries and the endpoint it gives for a service.
+//! `clients.OpenStackClients` finds them: the catalog a token carries and the endpoint it
+//! gives for a service ([`catalog`]), and bounded calls made with a token ([`session`]).
 
 pub mod catalog;
+pub mod session;
 
 pub use catalog::{EndpointChoice, Interface, ServiceCatalog};
+pub use session::{CallError, Cloud, Service, Session};

@@ -1,0 +1,267 @@
+//! Calls to an OpenStack service as someone: the requesting user (their token and the
+//! catalog it carries, as Magnum's `OpenStackClients` acts for the request's context) or
+//! magnum-rs's service user. One HTTP client for all services, every request bounded by
+//! `timeout`; tokens go only into the `X-Auth-Token` header and never into a log or an
+//! error text (reqwest's errors name the URL, not the headers).
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use super::catalog::{EndpointChoice, Interface, ServiceCatalog};
+use crate::auth::keystone::Secret;
+
+/// The services Magnum talks to, by the catalog types it looks them up under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    Identity,
+    Compute,
+    Image,
+    Network,
+    Volume,
+}
+
+impl Service {
+    fn types(self) -> &'static [&'static str] {
+        match self {
+            Service::Identity => &["identity"],
+            Service::Compute => &["compute"],
+            Service::Image => &["image"],
+            Service::Network => &["network"],
+            Service::Volume => &["block-storage", "volumev3"],
+        }
+    }
+
+    /// The name Magnum's texts give the service.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Identity => "keystone",
+            Service::Compute => "nova",
+            Service::Image => "glance",
+            Service::Network => "neutron",
+            Service::Volume => "cinder",
+        }
+    }
+}
+
+/// Why a call did not give an answer to use.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CallError {
+    /// 404: the resource does not exist (or is not visible to the caller).
+    #[error("not found")]
+    NotFound,
+    /// 401/403: the caller may not see it.
+    #[error("not authorized")]
+    Forbidden,
+    /// The catalog has no endpoint for the service.
+    #[error("no {0} endpoint in the catalog")]
+    NoEndpoint(&'static str),
+    /// The service could not be reached, timed out, failed (5xx) or answered what cannot be
+    /// read.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// The HTTP side shared by every session.
+#[derive(Clone, Debug)]
+pub struct Cloud {
+    http: reqwest::Client,
+    interface: Interface,
+    region: Option<String>,
+}
+
+impl Cloud {
+    pub fn new(
+        timeout: Duration,
+        interface: Interface,
+        region: Option<String>,
+    ) -> Result<Cloud, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .user_agent(concat!("magnum-rs/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Cloud {
+            http,
+            interface,
+            region,
+        })
+    }
+
+    /// A session acting with `token`, on the endpoints of `catalog`.
+    pub fn session(&self, token: Secret, catalog: ServiceCatalog) -> Session<'_> {
+        Session {
+            cloud: self,
+            token,
+            catalog,
+        }
+    }
+}
+
+/// Calls made with one token.
+pub struct Session<'a> {
+    cloud: &'a Cloud,
+    token: Secret,
+    catalog: ServiceCatalog,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
+/// The longest answer body read (a list of flavors or images is a few hundred KB at most).
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+impl Session<'_> {
+    /// The service's endpoint for this session.
+    pub fn endpoint(&self, service: Service) -> Result<String, CallError> {
+        self.catalog
+            .endpoint(&EndpointChoice {
+                service_types: service.types(),
+                interface: self.cloud.interface,
+                region: self.cloud.region.as_deref(),
+            })
+            .ok_or(CallError::NoEndpoint(service.name()))
+    }
+
+    /// `GET <endpoint><path>` as JSON; `query` pairs are encoded.
+    pub async fn get(
+        &self,
+        service: Service,
+        path: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Result<Value, CallError> {
+        let url = format!("{}{path}", self.endpoint(service)?);
+        let mut req = self
+            .cloud
+            .http
+            .get(&url)
+            .query(query)
+            .header("X-Auth-Token", self.token.expose())
+            .header("Accept", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.map_err(|e| unreachable(service, &e))?;
+        match resp.status() {
+            s if s.is_success() => {}
+            StatusCode::NOT_FOUND => return Err(CallError::NotFound),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => return Err(CallError::Forbidden),
+            s => {
+                tracing::warn!(service = service.name(), status = %s, path, "OpenStack call failed");
+                return Err(CallError::Unavailable(format!(
+                    "{} answered {s}",
+                    service.name()
+                )));
+            }
+        }
+        let body = resp.bytes().await.map_err(|e| unreachable(service, &e))?;
+        if body.len() > MAX_BODY {
+            return Err(CallError::Unavailable(format!(
+                "{} answered more than {MAX_BODY} bytes",
+                service.name()
+            )));
+        }
+        serde_json::from_slice(&body).map_err(|e| {
+            CallError::Unavailable(format!("{} answered what is not JSON: {e}", service.name()))
+        })
+    }
+}
+
+fn unreachable(service: Service, e: &reqwest::Error) -> CallError {
+    tracing::warn!(service = service.name(), error = %e, "OpenStack service unreachable");
+    let what = if e.is_timeout() {
+        "did not answer in time"
+    } else {
+        "is unreachable"
+    };
+    CallError::Unavailable(format!("{} {what}", service.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderMap;
+    use axum::routing::get;
+    use serde_json::json;
+
+    async fn serve(router: axum::Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://{addr}")
+    }
+
+    fn catalog(image_url: &str) -> ServiceCatalog {
+        let body = json!({"token": {"catalog": [{"type": "image", "endpoints": [
+            {"interface": "public", "region_id": "RegionOne", "url": image_url}]}]}});
+        ServiceCatalog::from_token_body(body.to_string().as_bytes()).expect("catalog")
+    }
+
+    #[tokio::test]
+    async fn a_call_carries_the_token_and_maps_the_answers() {
+        let router = axum::Router::new()
+            .route(
+                "/v2/images/ok",
+                get(|h: HeaderMap| async move {
+                    axum::Json(
+                        json!({"token_seen": h.get("x-auth-token").is_some_and(|v| v == "tok")}),
+                    )
+                }),
+            )
+            .route(
+                "/v2/images/hidden",
+                get(|| async { axum::http::StatusCode::FORBIDDEN }),
+            )
+            .route(
+                "/v2/images/broken",
+                get(|| async { axum::http::StatusCode::SERVICE_UNAVAILABLE }),
+            )
+            .route(
+                "/v2/images/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    "late"
+                }),
+            );
+        let base = serve(router).await;
+        let cloud =
+            Cloud::new(Duration::from_millis(500), Interface::Public, None).expect("client");
+        let s = cloud.session(Secret::new("tok"), catalog(&base));
+        assert_eq!(
+            s.get(Service::Image, "/v2/images/ok", &[], &[]).await,
+            Ok(json!({"token_seen": true}))
+        );
+        assert_eq!(
+            s.get(Service::Image, "/v2/images/missing", &[], &[]).await,
+            Err(CallError::NotFound)
+        );
+        assert_eq!(
+            s.get(Service::Image, "/v2/images/hidden", &[], &[]).await,
+            Err(CallError::Forbidden)
+        );
+        assert_eq!(
+            s.get(Service::Image, "/v2/images/broken", &[], &[]).await,
+            Err(CallError::Unavailable(
+                "glance answered 503 Service Unavailable".into()
+            ))
+        );
+        assert_eq!(
+            s.get(Service::Image, "/v2/images/slow", &[], &[]).await,
+            Err(CallError::Unavailable(
+                "glance did not answer in time".into()
+            ))
+        );
+        assert_eq!(
+            s.get(Service::Compute, "/flavors", &[], &[]).await,
+            Err(CallError::NoEndpoint("nova"))
+        );
+        assert!(!format!("{s:?}").contains("tok"));
+    }
+}
