@@ -1,9 +1,11 @@
 //! The cloud behind Magnum: the OpenStack services Magnum's API and conductor talk to
 //! (identity, compute, image, network, volume), found in the Keystone catalog as Magnum's
 //! `clients.OpenStackClients` finds them: the catalog a token carries and the endpoint it
-//! gives for a service ([`catalog`]), and bounded calls made with a token ([`session`]).
+//! gives for a service ([`catalog`]), bounded calls made with a token ([`session`]), and
+//! the look-ups Magnum makes with them ([`lookups`]).
 
 pub mod catalog;
+pub mod lookups;
 pub mod session;
 
 pub use catalog::{EndpointChoice, Interface, ServiceCatalog};
