@@ -11,7 +11,9 @@
 #      runs on its own such databases, on ports ${MAGNUM_CONF_PORTS:-19611,19612}; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; the real
 #      Cluster API controllers with their webhooks (scripts/capi.sh, own netns); a real
-#      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000};
+#      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000}, and
+#      behind it the API processes of Glance 33, Nova 34, Neutron 29 and Cinder 29 (PyPI,
+#      scripts/openstack.sh) from ${MAGNUM_RS_OPENSTACK_PORT:-15200};
 #   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
 #      release build, runtime root, non-root start, /healthz, HEALTHCHECK);
 #   4. runs `cargo test` against SQLite, then the test binaries whose suites touch our
@@ -36,6 +38,10 @@ KEYSTONE_PORT="${MAGNUM_RS_KEYSTONE_PORT:-15000}"
 # The catalog's container-infra endpoint: tests/e2e/keystone_auth.rs serves magnum-rs here.
 KEYSTONE_MAGNUM_PORT="${MAGNUM_RS_KEYSTONE_MAGNUM_PORT:-19511}"
 KEYSTONE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/keystone-run"
+# glance-api, nova-api, neutron's API and cinder-api behind that Keystone
+# (scripts/openstack.sh): ports OPENSTACK_PORT to OPENSTACK_PORT+3.
+OPENSTACK_PORT="${MAGNUM_RS_OPENSTACK_PORT:-15200}"
+OPENSTACK_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/openstack-run"
 REF_PORT="${MAGNUM_REF_PORT:-19621}"
 # Two ports for the real Magnum API that the conformance harness starts (HTTP cases, CLI
 # session); its databases are conf_{http,cli}_{magnum,ours} on the MariaDB below.
@@ -51,6 +57,7 @@ cleanup() {
   "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
   "$HERE/capi.sh" stop "$CAPI_DIR" >/dev/null 2>&1 || true
+  "$HERE/openstack.sh" stop "$OPENSTACK_DIR" >/dev/null 2>&1 || true
   "$HERE/keystone.sh" stop "$KEYSTONE_DIR" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -163,6 +170,13 @@ step "real Keystone 30 (fernet tokens) with magnum-rs in its catalog"
 MAGNUM_RS_TEST_KEYSTONE="$("$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
   "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1")"
 export MAGNUM_RS_TEST_KEYSTONE
+
+step "real Glance 33, Nova API 34, Neutron server 29, Cinder API 29 (PyPI) behind that Keystone"
+# tests/e2e/openstack_lookups.rs: Magnum's look-ups against them. A later keystone.sh start
+# (the tempest step) wipes their service users; nothing after it uses them.
+"$HERE/openstack.sh" stop "$OPENSTACK_DIR" >/dev/null 2>&1 || true
+MAGNUM_RS_TEST_OPENSTACK="$("$HERE/openstack.sh" start "$OPENSTACK_DIR" "$KEYSTONE_DIR" "$OPENSTACK_PORT")"
+export MAGNUM_RS_TEST_OPENSTACK
 
 step "dropping test databases left by earlier runs"
 "$HERE/mariadb.sh" drop-test-databases

@@ -18,7 +18,7 @@ use common::server::Server;
 use serde_json::{json, Value};
 
 /// One magnum-rs at a time on the catalog's port; also serialises Keystone restarts.
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Keystone {
     base: PathBuf,

@@ -20,3 +20,4 @@ mod deploy_rbac;
 mod keystone_auth;
 mod lease;
 mod magnum_database_admin;
+mod openstack_lookups;

@@ -1,0 +1,128 @@
+//! Magnum's cloud look-ups (`magnum_rs::openstack`) against the real services:
+//! glance-api 33, nova-api 34, neutron's API 29 and cinder-api 29 from PyPI behind the real
+//! Keystone 30 (`scripts/openstack.sh`, seeded with flavors, demo's keypair, images with
+//! `os_distro`/`hw_disk_bus`, networks and subnets). The user's own token and the catalog it
+//! carries find the endpoints, as Magnum's `OpenStackClients` does for a request.
+//!
+//! `scripts/test.sh` starts the services and sets `MAGNUM_RS_TEST_OPENSTACK` (their state
+//! directory, whose `env` names Keystone); without it this test fails rather than passes.
+//! Keystone restarts in `keystone_auth` are waited out (its turn lock).
+
+use std::time::Duration;
+
+use magnum_rs::auth::keystone::Secret;
+use magnum_rs::openstack::lookups::{
+    find_external_network, find_flavor, find_image, find_network, find_subnet, keypair_exists,
+    LookupError,
+};
+use magnum_rs::openstack::{Cloud, Interface, ServiceCatalog};
+use serde_json::{json, Value};
+
+struct Services {
+    keystone_url: String,
+    seeded: Value,
+}
+
+fn services() -> Services {
+    let base = std::env::var("MAGNUM_RS_TEST_OPENSTACK").unwrap_or_else(|_| {
+        panic!("MAGNUM_RS_TEST_OPENSTACK is not set: run scripts/test.sh, which starts the real OpenStack services")
+    });
+    let base = std::path::PathBuf::from(base);
+    let env = std::fs::read_to_string(base.join("env")).expect("openstack env file");
+    let keystone_url = env
+        .lines()
+        .find_map(|l| l.strip_prefix("KEYSTONE_URL="))
+        .expect("KEYSTONE_URL")
+        .to_string();
+    let seeded = serde_json::from_str(
+        &std::fs::read_to_string(base.join("openstack.json")).expect("openstack.json"),
+    )
+    .expect("json");
+    Services {
+        keystone_url,
+        seeded,
+    }
+}
+
+/// demo's project-scoped token in project demo, with its catalog.
+async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog) {
+    let auth = json!({"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": "demo", "domain": {"name": "Default"}, "password": "demo-secret"}}},
+        "scope": {"project": {"name": "demo", "domain": {"name": "Default"}}}}});
+    let resp = reqwest::Client::new()
+        .post(format!("{keystone_url}/auth/tokens"))
+        .json(&auth)
+        .send()
+        .await
+        .expect("keystone answers");
+    assert_eq!(resp.status().as_u16(), 201);
+    let token = Secret::new(resp.headers()["x-subject-token"].to_str().expect("token"));
+    let body = resp.bytes().await.expect("body");
+    (
+        token,
+        ServiceCatalog::from_token_body(&body).expect("catalog"),
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs scripts/test.sh"]
+async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
+    let _turn = crate::keystone_auth::TURN.lock().await;
+    let os = services();
+    let (token, catalog) = demo_token(&os.keystone_url).await;
+    let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
+    let s = cloud.session(token, catalog);
+    let id = |path: &[&str]| {
+        let mut v = &os.seeded;
+        for k in path {
+            v = &v[*k];
+        }
+        v.as_str().unwrap_or_else(|| panic!("{path:?}")).to_string()
+    };
+
+    let image = find_image(&s, "ubuntu-2204-kube")
+        .await
+        .expect("image by name");
+    assert_eq!(image.id, id(&["images", "ubuntu-2204-kube"]));
+    assert_eq!(image.os_distro.as_deref(), Some("ubuntu"));
+    assert_eq!(image.hw_disk_bus.as_deref(), Some("scsi"));
+    let by_id = find_image(&s, &image.id).await.expect("image by id");
+    assert_eq!(by_id.name.as_deref(), Some("ubuntu-2204-kube"));
+    assert_eq!(
+        find_image(&s, "no-such-image").await,
+        Err(LookupError::NotFound)
+    );
+
+    let large = find_flavor(&s, "m1.large").await.expect("flavor by name");
+    assert_eq!(large.id, id(&["flavors", "m1.large"]));
+    assert_eq!(
+        find_flavor(&s, &large.id).await.expect("flavor by id").name,
+        "m1.large"
+    );
+    assert_eq!(find_flavor(&s, "m1.huge").await, Err(LookupError::NotFound));
+
+    assert_eq!(keypair_exists(&s, "default").await, Ok(()));
+    assert_eq!(
+        keypair_exists(&s, "nobodys").await,
+        Err(LookupError::NotFound)
+    );
+
+    let public = find_external_network(&s, "public")
+        .await
+        .expect("external network");
+    assert_eq!(public.id, id(&["networks", "public", "network"]));
+    assert_eq!(
+        find_external_network(&s, "private").await,
+        Err(LookupError::NotFound),
+        "a tenant network is not external"
+    );
+    let private = find_network(&s, "private").await.expect("network");
+    assert_eq!(private.id, id(&["networks", "private", "network"]));
+    let subnet = find_subnet(&s, "private-subnet").await.expect("subnet");
+    assert_eq!(subnet.id, id(&["networks", "private", "subnet"]));
+    assert_eq!(
+        find_subnet(&s, "no-such-subnet").await,
+        Err(LookupError::NotFound)
+    );
+}
