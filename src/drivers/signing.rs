@@ -7,6 +7,7 @@
 
 use rcgen::{CertificateSigningRequestParams, IsCa, Issuer, KeyPair, SerialNumber};
 
+use super::Refusal;
 pub use crate::certificates::TERM_OF_VALIDITY_DAYS;
 
 /// Why a request could not be signed.
@@ -27,6 +28,21 @@ pub struct CertificateAuthority<'a> {
 }
 
 impl CertificateAuthority<'_> {
+    /// [`Self::sign`] for `POST /v1/certificates` on cluster `cluster_uuid`: a bad request
+    /// is Magnum's invalid-csr refusal, an unusable CA a generic one (why goes to the log).
+    pub fn sign_for_cluster(&self, cluster_uuid: &str, csr_pem: &str) -> Result<String, Refusal> {
+        self.sign(csr_pem).map_err(|e| match e {
+            SignError::InvalidCsr => Refusal::InvalidCsr(csr_pem.to_string()),
+            SignError::BadCa(why) => {
+                tracing::warn!(
+                    cluster = cluster_uuid,
+                    "cannot sign with the cluster CA: {why}"
+                );
+                Refusal::CaCannotSign(cluster_uuid.into())
+            }
+        })
+    }
+
     /// Signs `csr_pem` and returns the certificate as PEM.
     pub fn sign(&self, csr_pem: &str) -> Result<String, SignError> {
         let mut request = CertificateSigningRequestParams::from_pem(csr_pem)

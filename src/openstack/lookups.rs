@@ -226,12 +226,7 @@ mod tests {
                 "/network/v2.0/subnets",
                 get(|| async { axum::Json(json!({"subnets": [{"id": "s1", "name": "private-subnet"}]})) }),
             );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        format!("http://{addr}")
+        crate::openstack::session::tests::serve(router).await
     }
 
     fn catalog(base: &str) -> ServiceCatalog {

@@ -183,13 +183,14 @@ fn unreachable(service: Service, e: &reqwest::Error) -> CallError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use axum::http::HeaderMap;
     use axum::routing::get;
     use serde_json::json;
 
-    async fn serve(router: axum::Router) -> String {
+    /// Serves `router` on a free loopback port; its base URL.
+    pub(in crate::openstack) async fn serve(router: axum::Router) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

@@ -12,7 +12,7 @@ use super::Conductor;
 use crate::certificates::{
     cluster_certificates, decrypt_private_key, ClusterCas, OpenedKeyPair, RSA_KEY_BITS,
 };
-use crate::drivers::signing::{CertificateAuthority, SignError};
+use crate::drivers::signing::CertificateAuthority;
 use crate::drivers::Refusal;
 use crate::model::{Cluster, Status, Tenancy};
 use crate::operation::Operation;
@@ -176,15 +176,5 @@ pub fn sign_with_stored(
         cert_pem: &ca.certificate,
         key_pem: &key,
     }
-    .sign(csr)
-    .map_err(|e| match e {
-        SignError::InvalidCsr => Refusal::InvalidCsr(csr.to_string()),
-        SignError::BadCa(why) => {
-            tracing::warn!(
-                cluster = cluster_uuid,
-                "cannot sign with the cluster CA: {why}"
-            );
-            Refusal::CaCannotSign(cluster_uuid.into())
-        }
-    })
+    .sign_for_cluster(cluster_uuid, csr)
 }

@@ -15,7 +15,7 @@ use kube::Api;
 
 use super::client::{kube_error, ManagementCluster};
 use crate::certificates::{CaType, ClusterCas, OpenedKeyPair};
-use crate::drivers::signing::{CertificateAuthority, SignError};
+use crate::drivers::signing::CertificateAuthority;
 use crate::drivers::DriverError;
 use crate::drivers::Refusal;
 
@@ -144,17 +144,7 @@ pub async fn sign(
         cert_pem: &cert,
         key_pem: &key,
     }
-    .sign(csr)
-    .map_err(|e| match e {
-        SignError::InvalidCsr => Refusal::InvalidCsr(csr.to_string()),
-        SignError::BadCa(why) => {
-            tracing::warn!(
-                cluster = cluster_uuid,
-                "cannot sign with the cluster CA: {why}"
-            );
-            Refusal::CaCannotSign(cluster_uuid.into())
-        }
-    })
+    .sign_for_cluster(cluster_uuid, csr)
 }
 
 #[cfg(test)]
