@@ -41,6 +41,8 @@ pub struct Config {
     pub log: crate::telemetry::logging::LogConfig,
     /// How tokens are validated in keystone auth mode.
     pub keystone_authtoken: KeystoneAuthConfig,
+    /// How the services in the Keystone catalog are called.
+    pub openstack: crate::openstack::OpenStackConfig,
     pub service: crate::mservice::ServiceConfig,
     pub operations: crate::operations::handle::OperationsConfig,
     pub database: DatabaseConfig,
@@ -244,6 +246,7 @@ impl Default for Config {
             noauth: NoauthConfig::default(),
             log: Default::default(),
             keystone_authtoken: KeystoneAuthConfig::default(),
+            openstack: crate::openstack::OpenStackConfig::default(),
             service: crate::mservice::ServiceConfig::default(),
             operations: crate::operations::handle::OperationsConfig::default(),
             database: DatabaseConfig::default(),

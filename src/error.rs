@@ -91,6 +91,21 @@ pub enum ApiError {
     CreateMasterNodeGroup,
     #[error("ClusterTemplate {0} is referenced by one or multiple clusters.")]
     ClusterTemplateReferenced(String),
+    // The cloud's resources (`attr_validator`): Magnum sets 400 on these `ResourceNotFound`s.
+    #[error("Image {0} could not be found.")]
+    ImageNotFound(String),
+    #[error("Image {0} doesn't contain os_distro field.")]
+    OsDistroFieldNotFound(String),
+    #[error("Unable to find flavor {0}.")]
+    FlavorNotFound(String),
+    #[error("Unable to find external network {0}.")]
+    ExternalNetworkNotFound(String),
+    #[error("Unable to find fixed network {0}.")]
+    FixedNetworkNotFound(String),
+    #[error("Unable to find fixed subnet {0}.")]
+    FixedSubnetNotFound(String),
+    #[error("Flavor with zero root volume size is not supported when boot_volume_size is zero.")]
+    FlavorZeroRootVolumeNotSupported,
 
     // --- 403 ---------------------------------------------------------------------------
     #[error("Not authorized.")]
@@ -99,6 +114,8 @@ pub enum ApiError {
     PolicyNotAuthorized(String),
     #[error("Not authorized to set public or hidden flag for cluster template.")]
     ClusterTemplatePublishDenied,
+    #[error("Not authorized for image {0}.")]
+    ImageNotAuthorized(String),
     #[error("Resource limit exceeded: {0}")]
     ResourceLimitExceeded(String),
 
@@ -117,6 +134,9 @@ pub enum ApiError {
     QuotaNotFound(String),
     #[error("Federation {0} could not be found.")]
     FederationNotFound(String),
+    /// `KeyPairNotFound` keeps `ResourceNotFound`'s 404.
+    #[error("Unable to find keypair {0}.")]
+    KeyPairNotFound(String),
     /// `exception.HTTPNotFound` raised with a message of its own.
     #[error("{0}")]
     NotFoundMessage(String),
@@ -272,10 +292,18 @@ impl ApiError {
             | NgResizeOutBounds { .. }
             | DeletingDefaultNgNotSupported
             | CreateMasterNodeGroup
-            | ClusterTemplateReferenced(_) => StatusCode::BAD_REQUEST,
+            | ClusterTemplateReferenced(_)
+            | ImageNotFound(_)
+            | OsDistroFieldNotFound(_)
+            | FlavorNotFound(_)
+            | ExternalNetworkNotFound(_)
+            | FixedNetworkNotFound(_)
+            | FixedSubnetNotFound(_)
+            | FlavorZeroRootVolumeNotSupported => StatusCode::BAD_REQUEST,
             NotAuthorized
             | PolicyNotAuthorized(_)
             | ClusterTemplatePublishDenied
+            | ImageNotAuthorized(_)
             | ResourceLimitExceeded(_) => StatusCode::FORBIDDEN,
             ClusterNotFound(_)
             | NodeGroupNotFound(_)
@@ -283,6 +311,7 @@ impl ApiError {
             | ResourceNotFoundUnformatted
             | QuotaNotFound(_)
             | FederationNotFound(_)
+            | KeyPairNotFound(_)
             | NotFoundMessage(_)
             | RouteNotFound => StatusCode::NOT_FOUND,
             Conflict(_)

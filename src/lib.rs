@@ -19,6 +19,7 @@ pub mod openstack;
 pub mod operation;
 pub mod operations;
 pub mod policy;
+pub mod secret;
 pub mod state;
 pub mod store;
 pub mod telemetry;
@@ -85,12 +86,15 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     };
     let drivers = build_drivers(&config).await?;
     let keystone = match config.effective_auth()? {
-        AuthMode::Keystone => Some(KeystoneAuth::new(&config.keystone_authtoken)?),
+        AuthMode::Keystone => Some((
+            KeystoneAuth::new(&config.keystone_authtoken)?,
+            config.openstack.cloud()?,
+        )),
         AuthMode::Noauth => None,
     };
     let state = AppState::new(config, store, policy, drivers, OperationsHandle::default());
     match keystone {
-        Some(auth) => state.with_keystone(auth),
+        Some((auth, cloud)) => state.with_keystone(auth, cloud),
         None => Ok(state),
     }
 }

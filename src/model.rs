@@ -426,6 +426,9 @@ pub struct RequestContext {
     /// The domain id of a domain-scoped token (keystone mode only).
     pub domain_scope: Option<String>,
     pub is_admin: bool,
+    /// The token and its catalog, to call the cloud as this user (Magnum's
+    /// `auth_token`/`auth_token_info`); keystone mode only.
+    pub caller: Option<crate::openstack::Caller>,
 }
 
 /// How a read is scoped to tenants (`_add_tenant_filters`).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::auth::keystone::KeystoneAuth;
 use crate::config::Config;
 use crate::drivers::DriverRegistry;
+use crate::openstack::Cloud;
 use crate::operations::conductor::ConductorParts;
 use crate::operations::{Conductor, OperationsHandle};
 use crate::policy::Policy;
@@ -18,6 +19,8 @@ pub struct App {
     pub policy: Policy,
     /// Token validation, in keystone auth mode.
     pub keystone: Option<Arc<KeystoneAuth>>,
+    /// Calls to the services in a user's catalog (`[openstack]`), in keystone auth mode.
+    pub cloud: Option<Cloud>,
 }
 
 impl Deref for App {
@@ -51,15 +54,18 @@ impl AppState {
             conductor: Conductor::new(config, store, drivers, operations),
             policy,
             keystone: None,
+            cloud: None,
         }))
     }
 
-    /// The same state, validating Keystone tokens with `auth`; only on a state not yet
-    /// shared (right after [`AppState::new`]).
-    pub fn with_keystone(mut self, auth: KeystoneAuth) -> anyhow::Result<Self> {
+    /// The same state, validating Keystone tokens with `auth` and calling the services of
+    /// the users' catalogs with `cloud`; only on a state not yet shared (right after
+    /// [`AppState::new`]).
+    pub fn with_keystone(mut self, auth: KeystoneAuth, cloud: Cloud) -> anyhow::Result<Self> {
         let app = Arc::get_mut(&mut self.0)
             .ok_or_else(|| anyhow::anyhow!("the application state is already shared"))?;
         app.keystone = Some(Arc::new(auth));
+        app.cloud = Some(cloud);
         Ok(self)
     }
 }

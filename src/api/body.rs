@@ -19,6 +19,26 @@ pub fn py_str(v: &Value) -> String {
     }
 }
 
+/// Python's `int(text)` in base 10: surrounding whitespace, a sign, digits with single
+/// underscores between them. A number beyond 64 bits saturates (the caller's range check
+/// refuses it as too large rather than as no number).
+pub fn py_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let well_formed = digits
+        .split('_')
+        .all(|run| !run.is_empty() && run.bytes().all(|b| b.is_ascii_digit()));
+    if !well_formed {
+        return None;
+    }
+    let plain: String = digits.chars().filter(|c| *c != '_').collect();
+    let n = plain.parse::<i64>().unwrap_or(i64::MAX);
+    Some(if negative { -n } else { n })
+}
+
 /// Python's `str()` of a dict.
 pub fn py_dict(m: &Map<String, Value>) -> String {
     format!(

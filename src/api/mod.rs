@@ -1,6 +1,7 @@
 //! The HTTP layer: one module per Magnum controller, the routing quirks (`/clusters` means
 //! `/v1/clusters`, trailing slashes), the request-id header and the version negotiation.
 
+pub mod attr_validator;
 pub mod authz;
 pub mod body;
 pub mod bounds;

@@ -45,6 +45,7 @@ pub fn context_from_headers(h: &HeaderMap) -> RequestContext {
         system_scope: header(h, "openstack-system-scope"),
         domain_scope: None,
         is_admin: false,
+        caller: None,
     }
 }
 

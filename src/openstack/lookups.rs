@@ -43,6 +43,9 @@ pub struct Image {
     pub os_distro: Option<String>,
     #[serde(default)]
     pub hw_disk_bus: Option<String>,
+    /// The driver Magnum picks for a template on this image when none is named.
+    #[serde(default)]
+    pub magnum_driver: Option<String>,
 }
 
 /// A Nova flavor.
@@ -50,6 +53,9 @@ pub struct Image {
 pub struct Flavor {
     pub id: String,
     pub name: String,
+    /// Root disk size in GB (0: the image's size, refused by Magnum without a boot volume).
+    #[serde(default)]
+    pub disk: i64,
 }
 
 /// A Neutron network or subnet (what matching needs).
@@ -106,9 +112,10 @@ pub async fn find_image(s: &Session<'_>, ident: &str) -> Result<Image, LookupErr
     one_match(&images, ident, |i| &i.id, |i| i.name.as_deref())
 }
 
-/// Magnum's `validate_flavor`: every flavor listed, the first whose name or id is `ident`.
+/// Magnum's `validate_flavor`: every flavor listed (openstacksdk's `flavors()`, with
+/// details), the first whose name or id is `ident`.
 pub async fn find_flavor(s: &Session<'_>, ident: &str) -> Result<Flavor, LookupError> {
-    let body = s.get(Service::Compute, "/flavors", &[], &[]).await?;
+    let body = s.get(Service::Compute, "/flavors/detail", &[], &[]).await?;
     let flavors: Vec<Flavor> = list(body, "flavors")?;
     flavors
         .into_iter()
@@ -155,10 +162,10 @@ pub async fn find_subnet(s: &Session<'_>, ident: &str) -> Result<Named, LookupEr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::auth::keystone::Secret;
     use crate::openstack::{Cloud, Interface, ServiceCatalog};
+    use crate::secret::Secret;
     use axum::extract::{Path, RawQuery};
     use axum::routing::get;
     use serde_json::json;
@@ -166,13 +173,14 @@ mod tests {
 
     /// A cloud answering from fixed data: images `u1` (ubuntu) and two named `twin`, flavors
     /// m1.small/m1.large, keypair `default`, networks `public` (external) and two `dup`,
-    /// subnet `private-subnet`.
-    async fn fixed_cloud() -> String {
+    /// subnet `private-subnet`; image `bare` has no `os_distro`, flavor `m1.tiny` a zero disk.
+    pub(crate) async fn fixed_cloud() -> String {
         let images = || {
             vec![
                 json!({"id": "u1", "name": "ubuntu-2204-kube", "os_distro": "ubuntu", "hw_disk_bus": "scsi"}),
                 json!({"id": "t1", "name": "twin"}),
                 json!({"id": "t2", "name": "twin"}),
+                json!({"id": "b1", "name": "bare"}),
             ]
         };
         let router = axum::Router::new()
@@ -195,9 +203,9 @@ mod tests {
                 }),
             )
             .route(
-                "/compute/flavors",
+                "/compute/flavors/detail",
                 get(|| async {
-                    axum::Json(json!({"flavors": [{"id": "1", "name": "m1.small"}, {"id": "3", "name": "m1.large"}]}))
+                    axum::Json(json!({"flavors": [{"id": "0", "name": "m1.tiny", "disk": 0}, {"id": "1", "name": "m1.small", "disk": 20}, {"id": "3", "name": "m1.large", "disk": 80}]}))
                 }),
             )
             .route(
@@ -229,7 +237,7 @@ mod tests {
         crate::openstack::session::tests::serve(router).await
     }
 
-    fn catalog(base: &str) -> ServiceCatalog {
+    pub(crate) fn catalog(base: &str) -> ServiceCatalog {
         let ep = |t: &str, path: &str| json!({"type": t, "endpoints": [{"interface": "public", "url": format!("{base}/{path}")}]});
         let body = json!({"token": {"catalog": [ep("image", "image"), ep("compute", "compute"), ep("network", "network")]}});
         ServiceCatalog::from_token_body(body.to_string().as_bytes()).expect("catalog")
@@ -239,7 +247,7 @@ mod tests {
     async fn look_ups_find_by_id_or_name_and_tell_missing_from_ambiguous() {
         let base = fixed_cloud().await;
         let cloud = Cloud::new(Duration::from_secs(5), Interface::Public, None).expect("cloud");
-        let s = cloud.session(Secret::new("t"), catalog(&base));
+        let s = cloud.session(Secret::new("t"), std::sync::Arc::new(catalog(&base)));
 
         let by_id = find_image(&s, "u1").await.expect("by id");
         assert_eq!(by_id.os_distro.as_deref(), Some("ubuntu"));

@@ -4,9 +4,13 @@
 //! gives for a service ([`catalog`]), bounded calls made with a token ([`session`]), and
 //! the look-ups Magnum makes with them ([`lookups`]).
 
+pub mod caller;
 pub mod catalog;
+pub mod config;
 pub mod lookups;
 pub mod session;
 
+pub use caller::Caller;
 pub use catalog::{EndpointChoice, Interface, ServiceCatalog};
+pub use config::OpenStackConfig;
 pub use session::{CallError, Cloud, Service, Session};

@@ -4,13 +4,14 @@
 //! `timeout`; tokens go only into the `X-Auth-Token` header and never into a log or an
 //! error text (reqwest's errors name the URL, not the headers).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::catalog::{EndpointChoice, Interface, ServiceCatalog};
-use crate::auth::keystone::Secret;
+use crate::secret::Secret;
 
 /// The services Magnum talks to, by the catalog types it looks them up under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +91,7 @@ impl Cloud {
     }
 
     /// A session acting with `token`, on the endpoints of `catalog`.
-    pub fn session(&self, token: Secret, catalog: ServiceCatalog) -> Session<'_> {
+    pub fn session(&self, token: Secret, catalog: Arc<ServiceCatalog>) -> Session<'_> {
         Session {
             cloud: self,
             token,
@@ -103,7 +104,7 @@ impl Cloud {
 pub struct Session<'a> {
     cloud: &'a Cloud,
     token: Secret,
-    catalog: ServiceCatalog,
+    catalog: Arc<ServiceCatalog>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -234,7 +235,7 @@ pub(super) mod tests {
         let base = serve(router).await;
         let cloud =
             Cloud::new(Duration::from_millis(500), Interface::Public, None).expect("client");
-        let s = cloud.session(Secret::new("tok"), catalog(&base));
+        let s = cloud.session(Secret::new("tok"), Arc::new(catalog(&base)));
         assert_eq!(
             s.get(Service::Image, "/v2/images/ok", &[], &[]).await,
             Ok(json!({"token_seen": true}))

@@ -8,8 +8,8 @@
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::keystone::Secret;
 use crate::error::ApiError;
+use crate::secret::Secret;
 
 /// `Ok` when no token is configured or the request carries it; otherwise the 401 to send.
 pub fn check(headers: &HeaderMap, token: &Secret) -> Result<(), Box<Response>> {

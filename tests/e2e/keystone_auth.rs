@@ -1,7 +1,9 @@
 //! `--auth keystone` against a real Keystone (keystone 30 from PyPI, fernet tokens, started by
 //! `scripts/keystone.sh` with projects demo/alt, users demo/alt/reader/admin and the
 //! `magnum` service user, magnum-rs registered as `container-infra` in the catalog) and the
-//! real `openstack` CLI with password auth (catalog lookup, no `--os-endpoint`).
+//! real `openstack` CLI with password auth (catalog lookup, no `--os-endpoint`). The
+//! catalog also names the real Glance, Nova and Neutron (`scripts/openstack.sh`), where
+//! magnum-rs looks up the images, flavors and networks the templates name.
 //!
 //! `scripts/test.sh` starts Keystone and sets `MAGNUM_RS_TEST_KEYSTONE` (its state
 //! directory); the catalog's container-infra endpoint names a fixed port, so these tests
@@ -20,14 +22,14 @@ use serde_json::{json, Value};
 /// One magnum-rs at a time on the catalog's port; also serialises Keystone restarts.
 pub(crate) static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-struct Keystone {
+pub(crate) struct Keystone {
     base: PathBuf,
-    url: String,
+    pub(crate) url: String,
     magnum_port: u16,
 }
 
 impl Keystone {
-    fn from_env() -> Keystone {
+    pub(crate) fn from_env() -> Keystone {
         let base = std::env::var("MAGNUM_RS_TEST_KEYSTONE").unwrap_or_else(|_| {
             panic!("MAGNUM_RS_TEST_KEYSTONE is not set: run scripts/test.sh, which starts a real Keystone")
         });
@@ -78,7 +80,7 @@ impl Keystone {
     }
 
     /// A project-scoped token of `user` (password `<user>-secret`).
-    async fn token(&self, user: &str, project: &str) -> String {
+    pub(crate) async fn token(&self, user: &str, project: &str) -> String {
         let scope = json!({"project": {"name": project, "domain": {"name": "Default"}}});
         self.issue(user, Some(scope)).await
     }
@@ -115,15 +117,20 @@ impl Keystone {
     }
 }
 
-struct Magnum {
-    server: Server,
+pub(crate) struct Magnum {
+    pub(crate) server: Server,
     _dir: tempfile::TempDir,
     _db: common::TestDb,
 }
 
 /// magnum-rs with keystone auth on the catalog's port, a token cache of `cache_secs`, and
 /// `extra` configuration (TOML appended).
-async fn magnum(ks: &Keystone, cache_secs: u64, extra_toml: &str, args: &[&str]) -> Magnum {
+pub(crate) async fn magnum(
+    ks: &Keystone,
+    cache_secs: u64,
+    extra_toml: &str,
+    args: &[&str],
+) -> Magnum {
     let db = common::fresh_database().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("magnum-rs.toml");
@@ -152,13 +159,13 @@ async fn magnum(ks: &Keystone, cache_secs: u64, extra_toml: &str, args: &[&str])
     }
 }
 
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: reqwest::header::HeaderMap,
-    body: Value,
+    pub(crate) body: Value,
 }
 
-async fn call(
+pub(crate) async fn call(
     port: u16,
     method: &str,
     path: &str,
@@ -309,7 +316,11 @@ async fn cli_with_password_auth_lists_resizes_and_keeps_projects_apart() {
                 "--coe",
                 "kubernetes",
                 "--image",
-                "ubuntu-jammy",
+                "fedora-coreos",
+                "--flavor",
+                "m1.small",
+                "--master-flavor",
+                "m1.small",
                 "--external-network",
                 "public",
                 "--labels",
@@ -476,7 +487,9 @@ async fn garbage_missing_revoked_unscoped_and_spoofed_tokens() {
         .header("X-Roles", "admin")
         .header("X-Project-Id", "someone-else")
         .header("OpenStack-API-Version", "container-infra latest")
-        .json(&json!({"name": "t", "coe": "kubernetes", "image_id": "ubuntu", "public": true}))
+        .json(
+            &json!({"name": "t", "coe": "kubernetes", "image_id": "fedora-coreos", "public": true}),
+        )
         .send()
         .await
         .expect("answer");
@@ -614,7 +627,10 @@ async fn policy_yaml_letting_readers_resize_turns_the_readers_403_into_202() {
             "POST",
             "/v1/clustertemplates",
             Some(&demo),
-            Some(json!({"name": "k8s", "coe": "kubernetes", "image_id": "ubuntu"})),
+            Some(
+                json!({"name": "k8s", "coe": "kubernetes", "image_id": "fedora-coreos",
+                "flavor_id": "m1.small", "master_flavor_id": "m1.small"}),
+            ),
         )
         .await;
         assert_eq!(t.status, 201, "{}", t.body);

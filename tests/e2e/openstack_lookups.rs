@@ -10,12 +10,12 @@
 
 use std::time::Duration;
 
-use magnum_rs::auth::keystone::Secret;
 use magnum_rs::openstack::lookups::{
     find_external_network, find_flavor, find_image, find_network, find_subnet, keypair_exists,
     LookupError,
 };
 use magnum_rs::openstack::{Cloud, Interface, ServiceCatalog};
+use magnum_rs::secret::Secret;
 use serde_json::{json, Value};
 
 struct Services {
@@ -72,7 +72,7 @@ async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
     let os = services();
     let (token, catalog) = demo_token(&os.keystone_url).await;
     let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
-    let s = cloud.session(token, catalog);
+    let s = cloud.session(token, std::sync::Arc::new(catalog));
     let id = |path: &[&str]| {
         let mut v = &os.seeded;
         for k in path {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::attributes::{check_bounds, read_attrs};
 use super::validate::{enforce_volume_storage_size, validate_drivers, DEFAULT_NETWORK_DRIVER};
 use super::view::render;
+use crate::api::attr_validator::{CloudChecks, OsResources};
 use crate::api::authz::enforce;
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -82,7 +83,9 @@ impl ClusterTemplateCreate {
 }
 
 /// Mirrors `ClusterTemplatesController.post` (201 with the object and a Location header).
-/// Without Glance, `cluster_distro` is taken from the body rather than the image.
+/// With the requesting user's catalog (keystone auth), the image, flavors and networks are
+/// checked in the cloud and `cluster_distro` is the image's `os_distro`; without one
+/// (noauth), nothing is looked up and `cluster_distro` is taken from the body.
 pub(super) async fn create_template(
     State(state): State<AppState>,
     ctx: RequestContext,
@@ -108,19 +111,47 @@ pub(super) async fn create_template(
     if t.network_driver.is_none() {
         t.network_driver = Some(DEFAULT_NETWORK_DRIVER.into());
     }
-    // enforce_driver_supported: the named driver, else the one providing the triple.
+    let checks = CloudChecks::of(&state, &ctx);
+    // enforce_driver_supported: the named driver, else the image's `magnum_driver`, else
+    // the one providing the triple (the distro is the image's when the body lacks the
+    // distro or the driver).
+    let mut resolved = t.clone();
+    if let (Some(c), Some(image_id)) = (&checks, t.image_id.as_deref()) {
+        if t.cluster_distro.is_none() || t.driver.is_none() {
+            if let Some(image) = c.image_for_driver(image_id).await? {
+                resolved.cluster_distro = image.os_distro;
+                resolved.driver = resolved.driver.or(image.magnum_driver);
+            }
+        }
+    }
     let driver = state
         .drivers
-        .for_new_template(&t, state.config.drivers.default_driver.as_deref())?;
+        .for_new_template(&resolved, state.config.drivers.default_driver.as_deref())?;
     t.driver = Some(
-        t.driver
+        resolved
+            .driver
             .clone()
             .unwrap_or_else(|| driver.name().to_string()),
     );
     enforce(&state, &ctx, "clustertemplate:create")?;
+    if let Some(c) = &checks {
+        // validate_os_resources, then validate_image's `os_distro` as the distro.
+        if let Some(image) = c.os_resources(OsResources::of_template(&t), None).await? {
+            t.cluster_distro = image.os_distro;
+        }
+    }
     if t.public == Some(true) || t.hidden == Some(true) {
         enforce(&state, &ctx, "clustertemplate:publish")
             .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
+    }
+    if let Some(c) = &checks {
+        // The root volume of the flavors the body names, with the template's labels.
+        for flavor in [&t.flavor_id, &t.master_flavor_id] {
+            if let Some(f) = flavor.as_deref() {
+                c.flavor_root_volume_size(Some(f), t.labels.as_ref())
+                    .await?;
+            }
+        }
     }
     t.uuid = uuid.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     t.project_id = ctx.project_id.clone();

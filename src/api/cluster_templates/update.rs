@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::attributes::{check_bounds, read_attrs};
 use super::validate::validate_drivers;
 use super::view::{render, template_doc};
+use crate::api::attr_validator::{CloudChecks, OsResources};
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -76,9 +77,20 @@ pub(super) async fn update_template(
             .cluster_template
             .kubernetes_allowed_network_drivers,
     )?;
+    let checks = CloudChecks::of(&state, &ctx);
+    if let Some(c) = &checks {
+        c.os_resources(OsResources::of_template(&t), None).await?;
+    }
     if t.public != current.public || t.hidden != current.hidden {
         enforce(&state, &ctx, "clustertemplate:publish")
             .map_err(|_| ApiError::ClusterTemplatePublishDenied)?;
+    }
+    if let Some(c) = &checks {
+        // Both flavors, set or not, with the labels from before the patch.
+        for flavor in [&t.flavor_id, &t.master_flavor_id] {
+            c.flavor_root_volume_size(flavor.as_deref(), current.labels.as_ref())
+                .await?;
+        }
     }
     if state.store.clusters_using_template(&current.uuid).await? > 0
         && !referenced_update_allowed(&current, &t)

@@ -7,8 +7,9 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::labels::{cluster_labels, worker_min_node_count};
+use super::labels::{cluster_labels, merged_labels, worker_min_node_count};
 use super::HEALTH_STATUSES;
+use crate::api::attr_validator::{CloudChecks, OsResources};
 use crate::api::authz::enforce;
 use crate::api::body::{check_name_pattern, Body};
 use crate::api::bounds::{column_width, FieldBounds};
@@ -198,6 +199,36 @@ pub(super) async fn create_cluster(
     }
     let floating_ip_enabled = req.floating_ip_enabled.or(template.floating_ip_enabled);
     let master_lb_enabled = req.master_lb_enabled.or(template.master_lb_enabled);
+    let or_template =
+        |v: Option<String>, t: &Option<String>| v.filter(|s| !s.is_empty()).or_else(|| t.clone());
+    let keypair = req.keypair.or_else(|| template.keypair_id.clone());
+    let flavor_id = or_template(req.flavor_id, &template.flavor_id);
+    let master_flavor_id = or_template(req.master_flavor_id, &template.master_flavor_id);
+    let fixed_network = or_template(req.fixed_network, &template.fixed_network);
+    let fixed_subnet = or_template(req.fixed_subnet, &template.fixed_subnet);
+    if let Some(c) = CloudChecks::of(&state, &ctx) {
+        let merged = merged_labels(
+            template.labels.as_ref(),
+            req.labels.as_ref(),
+            req.merge_labels,
+        );
+        for flavor in [&flavor_id, &master_flavor_id] {
+            c.flavor_root_volume_size(flavor.as_deref(), Some(&merged))
+                .await?;
+        }
+        let overrides = OsResources {
+            flavor_id: flavor_id.as_deref(),
+            master_flavor_id: master_flavor_id.as_deref(),
+            fixed_network: fixed_network.as_deref(),
+            fixed_subnet: fixed_subnet.as_deref(),
+            ..OsResources::default()
+        };
+        c.os_resources(
+            OsResources::of_template(&template),
+            Some((overrides, keypair.as_deref())),
+        )
+        .await?;
+    }
     validate_master_count(req.master_count, master_lb_enabled)?;
     // magnum-rs's own checks, after every one of Magnum's: the merged labels' size and the
     // worker's `min_node_count` label (docs/compatibility.md).
@@ -208,8 +239,6 @@ pub(super) async fn create_cluster(
         bounds,
     )?;
     let min_node_count = worker_min_node_count(&labels)?;
-    let or_template =
-        |v: Option<String>, t: &Option<String>| v.filter(|s| !s.is_empty()).or_else(|| t.clone());
     let create_timeout = req.create_timeout;
     let cluster = Cluster {
         uuid: uuid::Uuid::new_v4().to_string(),
@@ -220,16 +249,16 @@ pub(super) async fn create_cluster(
                 .unwrap_or_else(|| format!("{}-cluster", crate::names::generate())),
         ),
         cluster_template_id: Some(template.uuid.clone()),
-        keypair: req.keypair.or_else(|| template.keypair_id.clone()),
+        keypair,
         docker_volume_size: req.docker_volume_size.or(template.docker_volume_size),
         labels: Some(labels.clone()),
-        master_flavor_id: or_template(req.master_flavor_id, &template.master_flavor_id),
-        flavor_id: or_template(req.flavor_id, &template.flavor_id),
+        master_flavor_id,
+        flavor_id,
         status: Some(Status::CreateInProgress.into()),
         create_timeout,
         discovery_url: req.discovery_url,
-        fixed_network: or_template(req.fixed_network, &template.fixed_network),
-        fixed_subnet: or_template(req.fixed_subnet, &template.fixed_subnet),
+        fixed_network,
+        fixed_subnet,
         floating_ip_enabled,
         master_lb_enabled,
         ..Cluster::default()

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::api::body::{py_str, INT_COLUMN_MAX};
+use crate::api::body::{py_int, py_str, INT_COLUMN_MAX};
 use crate::api::bounds::{echo, FieldBounds};
 use crate::error::{ApiError, ApiResult};
 
@@ -20,21 +20,34 @@ pub(super) fn cluster_labels(
     merge: bool,
     bounds: FieldBounds,
 ) -> ApiResult<Map<String, Value>> {
+    let from_body = body.as_ref().is_some_and(|l| !l.is_empty());
+    let labels = merged_labels(template, body.as_ref(), merge);
+    if from_body {
+        bounds.labels(&labels)?;
+    }
+    Ok(labels)
+}
+
+/// The merge of [`cluster_labels`] alone, unbounded (what Magnum's checks before the
+/// bound read).
+pub(super) fn merged_labels(
+    template: Option<&Map<String, Value>>,
+    body: Option<&Map<String, Value>>,
+    merge: bool,
+) -> Map<String, Value> {
     let template = template.cloned().unwrap_or_default();
-    let labels = match body {
+    match body {
         Some(l) if !l.is_empty() => {
             if merge {
                 let mut merged = template;
-                merged.extend(l);
+                merged.extend(l.clone());
                 merged
             } else {
-                l
+                l.clone()
             }
         }
-        _ => return Ok(template),
-    };
-    bounds.labels(&labels)?;
-    Ok(labels)
+        _ => template,
+    }
 }
 
 /// The default worker's `min_node_count`: the `min_node_count` label, 0 without one.
@@ -65,26 +78,6 @@ pub(super) fn worker_min_node_count(labels: &Map<String, Value>) -> ApiResult<i6
         )),
         Some(n) => Ok(n),
     }
-}
-
-/// Python's `int(text)` in base 10: surrounding whitespace, a sign, digits with single
-/// underscores between them. A number beyond 64 bits saturates (the caller's range check
-/// refuses it as too large rather than as no number).
-fn py_int(text: &str) -> Option<i64> {
-    let t = text.trim();
-    let (negative, digits) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let well_formed = digits
-        .split('_')
-        .all(|run| !run.is_empty() && run.bytes().all(|b| b.is_ascii_digit()));
-    if !well_formed {
-        return None;
-    }
-    let plain: String = digits.chars().filter(|c| *c != '_').collect();
-    let n = plain.parse::<i64>().unwrap_or(i64::MAX);
-    Some(if negative { -n } else { n })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::view::cluster_doc;
 use super::HEALTH_STATUSES;
+use crate::api::attr_validator::CloudChecks;
 use crate::api::authz::{admin_all_tenants, enforce, enforce_on};
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -143,6 +144,14 @@ pub(super) async fn update_cluster(
         .filter(|(k, v)| before.get(*k) != Some(*v))
         .map(|(k, _)| k.as_str())
         .collect();
+    if let Some(checks) = CloudChecks::of(&state, &ctx) {
+        // The root volume of the flavors as patched, with the labels as patched.
+        let labels = after.get("labels").and_then(Value::as_object);
+        for key in ["flavor_id", "master_flavor_id"] {
+            let flavor = after.get(key).and_then(Value::as_str);
+            checks.flavor_root_volume_size(flavor, labels).await?;
+        }
+    }
     validate_cluster_properties(&delta)?;
     let worker = ngs
         .iter()

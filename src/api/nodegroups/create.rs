@@ -12,6 +12,7 @@ use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
 use super::{MIN_VERSION, VERSIONED_NAME};
+use crate::api::attr_validator::CloudChecks;
 use crate::api::authz::enforce;
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -169,6 +170,12 @@ pub(super) async fn create_nodegroup(
         }
         Some(l) => l,
     });
+    if let Some(checks) = CloudChecks::of(&state, &ctx) {
+        // With the cluster's labels, not the nodegroup's.
+        checks
+            .flavor_root_volume_size(ng.flavor_id.as_deref(), Some(&cluster_labels))
+            .await?;
+    }
     ng.uuid = uuid::Uuid::new_v4().to_string();
     ng.cluster_id = cluster.uuid.clone();
     ng.project_id = ctx.project_id.clone().unwrap_or_default();

@@ -10,6 +10,7 @@ use super::attributes::{check_bounds, read_attrs};
 use super::validate::{validate_nodegroup, Validating};
 use super::view::{nodegroup_doc, render_detail};
 use super::{MIN_VERSION, VERSIONED_NAME};
+use crate::api::attr_validator::CloudChecks;
 use crate::api::authz::enforce;
 use crate::api::body::Body;
 use crate::api::bounds::FieldBounds;
@@ -89,6 +90,12 @@ pub(super) async fn update_nodegroup(
     let mut ng = current.clone();
     read_attrs(&patched, &mut ng)?;
     check_bounds(&ng, Some(&current), FieldBounds::new(&state.config.api))?;
+    if let Some(checks) = CloudChecks::of(&state, &ctx) {
+        // With the cluster's labels.
+        checks
+            .flavor_root_volume_size(ng.flavor_id.as_deref(), cluster.labels.as_ref())
+            .await?;
+    }
     // Without a driver (its template gone or unsupported) only Magnum's checks apply.
     let driver = state.driver_of(&cluster).await?.ok();
     validate_nodegroup(&ng, driver.as_deref(), Validating::Update)?;

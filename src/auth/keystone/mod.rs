@@ -11,6 +11,7 @@ pub mod cache;
 pub mod config;
 pub mod token;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -23,6 +24,7 @@ use tokio::sync::Mutex;
 
 use crate::error::ApiError;
 use crate::model::RequestContext;
+use crate::openstack::{Caller, ServiceCatalog};
 
 pub use config::{KeystoneAuthConfig, Secret};
 
@@ -31,10 +33,17 @@ use cache::TokenCache;
 /// keystoneauth renews a token this long before it expires.
 const RENEW_BEFORE: Duration = Duration::from_secs(120);
 
+/// Who a valid token speaks for, and the catalog Keystone gave with it.
+#[derive(Clone, Debug)]
+pub struct Authenticated {
+    pub context: RequestContext,
+    pub catalog: Arc<ServiceCatalog>,
+}
+
 /// What a token check concluded.
 #[derive(Clone, Debug)]
 enum Verdict {
-    Valid(Box<RequestContext>),
+    Valid(Box<Authenticated>),
     /// Keystone does not know the token, it expired or was revoked, or it is unscoped.
     Invalid,
 }
@@ -92,12 +101,12 @@ impl KeystoneAuth {
         })
     }
 
-    /// The identity behind a user token.
-    pub async fn authenticate(&self, user_token: &str) -> Result<RequestContext, AuthFailure> {
+    /// The identity behind a user token, and its catalog.
+    pub async fn authenticate(&self, user_token: &str) -> Result<Authenticated, AuthFailure> {
         let key = cache::digest(user_token);
         if let Some(verdict) = self.cache.get(&key, Instant::now()) {
             return match verdict {
-                Verdict::Valid(ctx) => Ok(*ctx),
+                Verdict::Valid(who) => Ok(*who),
                 Verdict::Invalid => Err(AuthFailure::Unauthorized),
             };
         }
@@ -109,12 +118,14 @@ impl KeystoneAuth {
         self.cache
             .insert(key, verdict.clone(), Instant::now(), not_after);
         match verdict {
-            Verdict::Valid(ctx) => Ok(*ctx),
+            Verdict::Valid(who) => Ok(*who),
             Verdict::Invalid => Err(AuthFailure::Unauthorized),
         }
     }
 
-    /// Asks Keystone, renewing the service token once if Keystone no longer accepts it.
+    /// Asks Keystone, renewing the service token once if Keystone no longer accepts it. The
+    /// answer carries the token's catalog (keystonemiddleware's `include_service_catalog`),
+    /// which the request's calls to Glance, Nova, Neutron and Cinder use.
     async fn validate(
         &self,
         user_token: &str,
@@ -123,7 +134,7 @@ impl KeystoneAuth {
             let service = self.service_token(attempt > 0).await?;
             let resp = self
                 .http
-                .get(format!("{}/auth/tokens?nocatalog", self.v3))
+                .get(format!("{}/auth/tokens", self.v3))
                 .header("X-Auth-Token", service.expose())
                 .header("X-Subject-Token", user_token)
                 .send()
@@ -135,13 +146,21 @@ impl KeystoneAuth {
                         .bytes()
                         .await
                         .map_err(|e| unavailable("reading a token validation", &e))?;
-                    let parsed = token::parse(&body).map_err(|e| {
+                    let unreadable = |e: serde_json::Error| {
                         AuthFailure::Unavailable(format!(
                             "Keystone's token validation could not be read: {e}"
                         ))
-                    })?;
+                    };
+                    let parsed = token::parse(&body).map_err(unreadable)?;
+                    let catalog = ServiceCatalog::from_token_body(&body).map_err(unreadable)?;
                     return Ok(match parsed.identity(Utc::now()) {
-                        Ok(v) => (Verdict::Valid(Box::new(v.context)), Some(v.expires_at)),
+                        Ok(v) => (
+                            Verdict::Valid(Box::new(Authenticated {
+                                context: v.context,
+                                catalog: Arc::new(catalog),
+                            })),
+                            Some(v.expires_at),
+                        ),
                         Err(refusal) => {
                             tracing::info!(%refusal, "token refused");
                             (Verdict::Invalid, None)
@@ -285,7 +304,12 @@ pub async fn layer(
         return auth.reject();
     };
     match auth.authenticate(&token).await {
-        Ok(ctx) => {
+        Ok(who) => {
+            let mut ctx = who.context;
+            ctx.caller = Some(Caller {
+                token: Secret::new(token),
+                catalog: who.catalog,
+            });
             req.extensions_mut().insert(ctx);
             next.run(req).await
         }

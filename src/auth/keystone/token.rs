@@ -99,6 +99,7 @@ impl ValidationBody {
             system_scope,
             domain_scope,
             is_admin: false,
+            caller: None,
         };
         Ok(Validated {
             context,
