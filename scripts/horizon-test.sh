@@ -3,11 +3,15 @@
 # Chromium, against magnum-rs with Keystone auth (the real Keystone 30 names magnum-rs as its
 # container-infra endpoint). scripts/test.sh runs this after the cargo tests.
 #
-#   1. a fresh Keystone (scripts/keystone.sh) with the catalog pointing at magnum-rs;
+#   1. a fresh Keystone (scripts/keystone.sh) with the catalog pointing at magnum-rs, and
+#      behind it its own Glance, Nova API, Neutron and Cinder API (scripts/openstack.sh start:
+#      in the catalog, seeded), which magnum-rs validates templates and clusters against with
+#      the user's token, as Magnum does;
 #   2. magnum-rs (target/debug, built if needed) with --auth keystone on a fresh SQLite file;
 #   3. Horizon (scripts/horizon.sh: venv, Chromium + chromedriver from Debian when missing);
 #   4. seeds with the real `openstack` CLI through the catalog, as demo (template + clusters
-#      demo-k8s-a, demo-k8s-b) and as alt (template + cluster alt-k8s);
+#      demo-k8s-a, demo-k8s-b) and as alt (template + cluster alt-k8s); the templates name
+#      resources that exist there (image ubuntu-2204, flavor m1.small, external network public);
 #   5. tests/horizon/test_clusters.py (Selenium, in Horizon's venv): demo logs in, sees its
 #      clusters and not alt's, opens a cluster's detail page and the templates panel, resizes demo-k8s-a's default-worker from 1 to 3 in the dialog,
 #      sees 3 after a reload; then the CLI confirms the nodegroup's count in magnum-rs.
@@ -16,7 +20,8 @@
 # servers to $DIR/logs.
 #
 # Env: MAGNUM_RS_HORIZON_DIR (state, default $MAGNUM_RS_CACHE/horizon-run), ports
-# MAGNUM_RS_HORIZON_KEYSTONE_PORT (15100), MAGNUM_RS_HORIZON_MAGNUM_PORT (19711),
+# MAGNUM_RS_HORIZON_KEYSTONE_PORT (15100), MAGNUM_RS_HORIZON_OPENSTACK_PORT (15300: glance,
+# then nova, neutron, cinder on the next three), MAGNUM_RS_HORIZON_MAGNUM_PORT (19711),
 # MAGNUM_RS_HORIZON_PORT (18000); MAGNUM_RS_BIN (default: cargo build's target/debug binary).
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -28,10 +33,15 @@ cd "$ROOT"
 CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 DIR="${MAGNUM_RS_HORIZON_DIR:-$CACHE/horizon-run}"
 KS_PORT="${MAGNUM_RS_HORIZON_KEYSTONE_PORT:-15100}"
+OS_PORT="${MAGNUM_RS_HORIZON_OPENSTACK_PORT:-15300}"
 MAGNUM_PORT="${MAGNUM_RS_HORIZON_MAGNUM_PORT:-19711}"
 HORIZON_PORT="${MAGNUM_RS_HORIZON_PORT:-18000}"
 OUT="$ROOT/output/horizon"
 NEW_COUNT=3
+# The templates' image. tests/horizon/test_clusters.py looks for exactly this name on the
+# cluster's detail page (the template's image_id as given), so this script adds it to its
+# Glance beside openstack.sh's ubuntu-2204-kube, with the same os_distro.
+IMAGE=ubuntu-2204
 
 step() { printf '\n==> horizon-test: %s\n' "$*" >&2; }
 fail() { echo "horizon-test.sh: $*" >&2; exit 1; }
@@ -40,6 +50,7 @@ MAGNUM_PID=""
 cleanup() {
   "$HERE/horizon.sh" stop "$DIR/horizon" >/dev/null 2>&1 || true
   if [[ -n "$MAGNUM_PID" ]]; then kill "$MAGNUM_PID" 2>/dev/null || true; wait "$MAGNUM_PID" 2>/dev/null || true; fi
+  "$HERE/openstack.sh" stop "$DIR/openstack" >/dev/null 2>&1 || true
   "$HERE/keystone.sh" stop "$DIR/keystone" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -63,6 +74,12 @@ OPENSTACK="$("$HERE/venv.sh" cli)"
 step "Keystone on 127.0.0.1:$KS_PORT, container-infra at 127.0.0.1:$MAGNUM_PORT"
 "$HERE/keystone.sh" start "$DIR/keystone" "$KS_PORT" "http://127.0.0.1:$MAGNUM_PORT/v1" >/dev/null
 KS_URL="http://127.0.0.1:$KS_PORT/v3"
+
+step "Glance, Nova API, Neutron, Cinder API on 127.0.0.1:$OS_PORT-$((OS_PORT + 3)) behind that Keystone"
+"$HERE/openstack.sh" start "$DIR/openstack" "$DIR/keystone" "$OS_PORT" >/dev/null
+OS_CLIENT_CONFIG_FILE="$DIR/keystone/clouds.yaml" "$OPENSTACK" --os-cloud ks-admin image create \
+  "$IMAGE" --public --disk-format raw --container-format bare \
+  --file "$DIR/openstack/seed/tiny.img" --property os_distro=ubuntu -f value -c id >/dev/null
 
 step "magnum-rs (--auth keystone) on 127.0.0.1:$MAGNUM_PORT"
 rm -f "$DIR"/magnum/magnum-rs.db*
@@ -99,8 +116,9 @@ wait_status() {  # wait_status CLOUD CLUSTER STATUS
 }
 seed() {  # seed CLOUD TEMPLATE CLUSTER...
   local cloud="$1" template="$2"; shift 2
-  coe "$cloud" cluster template create "$template" --coe kubernetes --image ubuntu-2204 \
-    --external-network public --master-lb-enabled -f value -c uuid >/dev/null
+  coe "$cloud" cluster template create "$template" --coe kubernetes --image "$IMAGE" \
+    --flavor m1.small --master-flavor m1.small --external-network public --master-lb-enabled \
+    -f value -c uuid >/dev/null
   local c
   for c in "$@"; do
     coe "$cloud" cluster create "$c" --cluster-template "$template" --master-count 1 \

@@ -17,6 +17,14 @@
 #        OS_CLIENT_CONFIG_FILE, OPENSTACK_BASE) and BASE/openstack.json (ids), prints BASE.
 #   scripts/openstack.sh stop BASE             stops the four gunicorns (state kept)
 #   scripts/openstack.sh resume BASE           starts them again on the same state
+#   scripts/openstack.sh reregister BASE
+#        after `scripts/keystone.sh start` made its Keystone anew (same KEYSTONE_BASE, same
+#        port), while the four keep running: registers the service users, services and
+#        endpoints again (their keystonemiddleware gets a new token with the same password
+#        at its next validation) and what the seed made for Keystone's users, which the
+#        services keep by user and project id: demo's network `private` (the old one is
+#        deleted) and keypair `default` (same public key). What belongs to no user (flavors,
+#        public images, the network `public`, volume types) stays. Updates BASE/openstack.json.
 #
 # Env: MAGNUM_RS_CACHE (venv cache, default ~/.cache/magnum-rs), PYTHON.
 set -euo pipefail
@@ -27,7 +35,7 @@ SERVICES=(glance nova neutron cinder)
 DBS=(glance/glance.db nova/nova_api.db nova/nova_cell0.db neutron/neutron.db cinder/cinder.db)
 export PYTHONWARNINGS="ignore::DeprecationWarning,ignore::UserWarning"
 
-usage() { echo "usage: $0 start BASE KEYSTONE_BASE [PORT] | stop BASE | resume BASE" >&2; exit 2; }
+usage() { echo "usage: $0 start BASE KEYSTONE_BASE [PORT] | stop BASE | resume BASE | reregister BASE" >&2; exit 2; }
 log() { echo "openstack.sh: $*" >&2; }
 
 port_open() { python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$1))!=0)"; }
@@ -313,6 +321,95 @@ run_all() {  # run_all BASE: spawn the four, then wait for each
   for svc in "${SERVICES[@]}"; do wait_up "$base" "$svc" || { stop "$base"; exit 1; }; done
 }
 
+register() {  # register BASE KEYSTONE_URL: service users, services, endpoints (register.py)
+  local base="$1" ks_url="$2"
+  log "registering service users, services and endpoints in $ks_url"
+  "$(cat "$base/venv-path")/bin/python" "$HERE/openstack/register.py" "$ks_url" \
+    "http://127.0.0.1:$(port_of "$base" glance)" "http://127.0.0.1:$(port_of "$base" nova)" \
+    "http://127.0.0.1:$(port_of "$base" neutron)" "http://127.0.0.1:$(port_of "$base" cinder)" \
+    "$base/keystone-ids.json"
+}
+
+reseed_users() {  # reseed_users BASE KEYSTONE_URL: what seed.py made as demo, for today's demo
+  # Neutron keeps a network by project id and Nova a keypair by user id: after Keystone was
+  # made anew, demo's project and user have new ids and see neither. Through the REST APIs
+  # (no CLI start-up): as admin, delete the previous `private` network (it would be a second
+  # `private` in admin's listings); as demo, create `private` + `private-subnet` and import
+  # `default` with the public key of BASE/seed/. What demo already has is kept, so this may
+  # run again on the same Keystone. Updates BASE/openstack.json.
+  python3 - "$1" "$2" <<'EOF'
+import json, os, sys, urllib.error, urllib.request
+
+base, ks = sys.argv[1:3]
+
+def call(method, url, body=None, token=None, ok404=False):
+    req = urllib.request.Request(url, json.dumps(body).encode() if body is not None else None,
+                                 method=method, headers={"Content-Type": "application/json"})
+    if token:
+        req.add_header("X-Auth-Token", token)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            raw = resp.read()
+            return resp.headers, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as e:
+        if ok404 and e.code == 404:
+            return None, None
+        sys.exit(f"openstack.sh reregister: {method} {url}: {e.code} {e.read()[:500]!r}")
+
+def login(user, project):
+    body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+        "name": user, "domain": {"name": "Default"}, "password": f"{user}-secret"}}},
+        "scope": {"project": {"name": project, "domain": {"name": "Default"}}}}}
+    headers, doc = call("POST", f"{ks}/auth/tokens", body)
+    return headers["X-Subject-Token"], doc["token"]
+
+def endpoint(token, stype):
+    urls = [e["url"] for s in token["catalog"] if s["type"] == stype for e in s["endpoints"]
+            if e["interface"] == "public" and e.get("region_id") == "RegionOne"]
+    if len(urls) != 1:
+        sys.exit(f"openstack.sh reregister: no single public {stype} endpoint in the catalog")
+    return urls[0].rstrip("/")
+
+path = os.path.join(base, "openstack.json")
+with open(path) as f:
+    ids = json.load(f)
+admin, admin_token = login("admin", "admin")
+demo, demo_token = login("demo", "demo")
+neutron, nova = endpoint(demo_token, "network"), endpoint(demo_token, "compute")
+project = demo_token["project"]["id"]
+
+_, doc = call("GET", f"{neutron}/v2.0/networks?name=private&project_id={project}", token=demo)
+if doc["networks"]:
+    net = doc["networks"][0]["id"]
+    _, doc = call("GET", f"{neutron}/v2.0/subnets?name=private-subnet&network_id={net}", token=demo)
+    subnet = doc["subnets"][0]["id"]
+else:
+    old = ids["networks"]["private"]["network"]
+    call("DELETE", f"{neutron}/v2.0/networks/{old}", token=admin, ok404=True)
+    _, doc = call("POST", f"{neutron}/v2.0/networks", {"network": {"name": "private"}}, token=demo)
+    net = doc["network"]["id"]
+    _, doc = call("POST", f"{neutron}/v2.0/subnets", {"subnet": {
+        "name": "private-subnet", "network_id": net, "ip_version": 4, "cidr": "10.0.0.0/24"}},
+        token=demo)
+    subnet = doc["subnet"]["id"]
+ids["networks"]["private"] = {"network": net, "subnet": subnet}
+
+_, doc = call("GET", f"{nova}/os-keypairs/default", token=demo, ok404=True)
+if doc is None:
+    with open(ids["keypair"]["private_key_file"] + ".pub") as f:
+        public_key = f.read().strip()
+    _, doc = call("POST", f"{nova}/os-keypairs",
+                  {"keypair": {"name": "default", "public_key": public_key}}, token=demo)
+ids["keypair"]["fingerprint"] = doc["keypair"]["fingerprint"]
+
+with open(os.path.join(base, "keystone-ids.json")) as f:
+    ids["keystone"] = json.load(f)
+with open(path + ".tmp", "w") as f:
+    json.dump(ids, f, indent=2)
+os.replace(path + ".tmp", path)
+EOF
+}
+
 cmd="${1:-}"; shift || true
 case "$cmd" in
   start)
@@ -336,11 +433,7 @@ case "$cmd" in
     echo "$port" >"$base/port"
     echo "$ks_base" >"$base/keystone-base"
     write_conf "$base" "$ks_root"
-    log "registering service users, services and endpoints in $ks_url"
-    "$venv/bin/python" "$HERE/openstack/register.py" "$ks_url" \
-      "http://127.0.0.1:$(port_of "$base" glance)" "http://127.0.0.1:$(port_of "$base" nova)" \
-      "http://127.0.0.1:$(port_of "$base" neutron)" "http://127.0.0.1:$(port_of "$base" cinder)" \
-      "$base/keystone-ids.json"
+    register "$base" "$ks_url"
     migrate "$base"
     log "migrations done after $((SECONDS - t0)) s; starting the API processes"
     trap 'log "start failed: stopping the services (logs in $base/log)"; stop "$base"' ERR
@@ -369,5 +462,28 @@ EOF
     base="$(cd "$1" && pwd)"
     stop "$base"
     run_all "$base" ;;
+  reregister)
+    [[ $# -eq 1 ]] || usage
+    base="$(cd "$1" && pwd)"
+    [[ -f "$base/env" && -f "$base/openstack.json" ]] \
+      || { log "$base has no seeded services: run openstack.sh start"; exit 1; }
+    t0=$SECONDS
+    ks_base="$(cat "$base/keystone-base")"
+    # shellcheck disable=SC1091
+    ks_url="$(. "$ks_base/env" && echo "$KEYSTONE_URL")"
+    # The services validate tokens at the Keystone their configuration names.
+    if [[ "$ks_url" != "$(sed -n 's/^KEYSTONE_URL=//p' "$base/env")" ]]; then
+      log "Keystone of $ks_base is now $ks_url, not the one the services use: run openstack.sh start"
+      exit 1
+    fi
+    for svc in "${SERVICES[@]}"; do
+      pid="$(cat "$base/run/$svc.pid" 2>/dev/null || true)"
+      [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
+        || { log "$svc is not running: run openstack.sh resume or start"; exit 1; }
+    done
+    register "$base" "$ks_url"
+    reseed_users "$base" "$ks_url"
+    log "registered again in $ks_url, demo's network and keypair made again, after $((SECONDS - t0)) s"
+    echo "$base" ;;
   *) usage ;;
 esac

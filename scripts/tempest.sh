@@ -4,16 +4,24 @@
 #   scripts/tempest.sh KEYSTONE_BASE [WORKDIR]
 #
 # KEYSTONE_BASE is a directory made by `scripts/keystone.sh start` (admin/admin-secret, the
-# `magnum` service user, a `container-infra` endpoint). The script
-#   1. looks up the public `container-infra` endpoint in Keystone's catalog and starts
-#      magnum-rs there (`--auth keystone`, a fresh SQLite database in WORKDIR; the binary is
-#      $MAGNUM_RS_BIN, default target/debug/magnum-rs built with `cargo build`);
+# `magnum` service user, a `container-infra` endpoint), with the OpenStack services of
+# `scripts/openstack.sh start` (or `reregister` after a new `keystone.sh start`) in its catalog:
+# magnum-rs validates templates and clusters against them with the user's token, as Magnum
+# does, and tempest.conf names what openstack.sh seeds (image fedora-coreos, flavor m1.small,
+# external network public). The script
+#   1. looks up the public `container-infra` endpoint in Keystone's catalog (and checks that the
+#      catalog has compute, image and network) and starts magnum-rs there (`--auth keystone`,
+#      a fresh SQLite database in WORKDIR; the binary is $MAGNUM_RS_BIN, default
+#      target/debug/magnum-rs built with `cargo build`);
 #   2. `tempest init`s a workspace in WORKDIR (default $MAGNUM_RS_CACHE/tempest-run, outside
 #      the repo) with the venv of `scripts/venv.sh tempest`;
 #   3. runs the plugin's API tests in two passes, each with its own tempest.conf:
-#        rbac   tests/api/v1/rbac/*  [enforce_scope] magnum = true, keypair_name magnum-test
-#        legacy tests/api/v1/test_* [magnum] keypair_name empty (otherwise every setUp calls
-#               Nova's os-keypairs API)
+#        rbac   tests/api/v1/rbac/*  [enforce_scope] magnum = true
+#        legacy tests/api/v1/test_* [enforce_scope] magnum = false
+#      both with [magnum] keypair_name magnum-test. The legacy tests create that keypair in
+#      Nova (os-keypairs, through the catalog) for each dynamic user they get credentials for;
+#      the rbac tests never create it, and none of their included tests needs it (no cluster
+#      create of theirs gets past the flavor or the node counts);
 #      leaving out the tests listed in tests/tempest/exclude.txt (one regex per line, the
 #      reason after `#`).
 # It fails when a pass lists other than 30 tests before exclusion, when an exclude-list line
@@ -53,10 +61,18 @@ req = urllib.request.Request(f"{ks}/auth/tokens", json.dumps(body).encode(), met
                              headers={"Content-Type": "application/json"})
 with urllib.request.urlopen(req, timeout=30) as resp:
     catalog = json.load(resp)["token"]["catalog"]
-urls = [e["url"] for s in catalog if s["type"] == "container-infra" for e in s["endpoints"]
-        if e["interface"] == "public" and e.get("region_id") == "RegionOne"]
+def public(stype):
+    return [e["url"] for s in catalog if s["type"] == stype for e in s["endpoints"]
+            if e["interface"] == "public" and e.get("region_id") == "RegionOne"]
+urls = public("container-infra")
 if len(urls) != 1:
     sys.exit(f"tempest.sh: expected one public container-infra endpoint, found {urls}")
+# magnum-rs looks up images, flavors, keypairs and networks there (scripts/openstack.sh).
+missing = [t for t in ("compute", "image", "network") if len(public(t)) != 1]
+if missing:
+    sys.exit(f"tempest.sh: the catalog has no public {', '.join(missing)} endpoint: run "
+             "scripts/openstack.sh start BASE KEYSTONE_BASE (or reregister BASE after a new "
+             "keystone.sh start)")
 print(urls[0])
 EOF
 )"
@@ -99,6 +115,13 @@ rm -rf "$WS" "$WORK/workspace.yaml"
   >"$WORK/init.log" 2>&1 || { echo "tempest.sh: tempest init failed:" >&2; tail -5 "$WORK/init.log" >&2; exit 1; }
 cp "$WS/etc/tempest.conf" "$WS/etc/tempest.conf.init"
 
+# [magnum]: what scripts/openstack.sh seeds. The image's os_distro becomes the templates'
+# cluster_distro (fedora-coreos: the plugin's own default image family, and the triple of
+# magnum-rs's record-only base driver k8s_fedora_coreos_v1); the external network `public` is
+# the one with router:external. [service_available] nova: the legacy tests create keypairs in
+# Nova (tempest's keypairs client, through the catalog). Glance, Neutron and Cinder are in the
+# catalog for magnum-rs, but tempest itself calls none of them (neutron = true would make the
+# dynamic credentials clean up each project's default security group).
 write_conf() {  # write_conf ENFORCE_SCOPE KEYPAIR_NAME
   cp "$WS/etc/tempest.conf.init" "$WS/etc/tempest.conf"
   cat >>"$WS/etc/tempest.conf" <<EOF
@@ -122,7 +145,7 @@ api_v2 = false
 [service_available]
 magnum = true
 neutron = false
-nova = false
+nova = true
 glance = false
 cinder = false
 swift = false
@@ -131,10 +154,11 @@ swift = false
 magnum = $1
 
 [magnum]
-image_id = fedora-coreos-latest
-flavor_id = ds2G
-master_flavor_id = ds2G
+image_id = fedora-coreos
+flavor_id = m1.small
+master_flavor_id = m1.small
 nic_id = public
+dns_nameserver = 8.8.8.8
 keypair_name = $2
 EOF
 }
@@ -169,7 +193,7 @@ run_pass() {  # run_pass NAME REGEX ENFORCE_SCOPE KEYPAIR_NAME
   total_excluded=$((total_excluded + all - listed))
 }
 run_pass rbac '^magnum_tempest_plugin\.tests\.api\.v1\.rbac\.' true magnum-test
-run_pass legacy '^magnum_tempest_plugin\.tests\.api\.v1\.test_' false ''
+run_pass legacy '^magnum_tempest_plugin\.tests\.api\.v1\.test_' false magnum-test
 
 # Each line of the exclude list names exactly one test: a broader regex would shrink the run
 # without anyone noticing.
