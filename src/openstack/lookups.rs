@@ -28,6 +28,7 @@ impl From<CallError> for LookupError {
         match e {
             CallError::NotFound => LookupError::NotFound,
             CallError::Forbidden => LookupError::Forbidden,
+            CallError::Conflict => LookupError::Duplicate,
             other => LookupError::Unavailable(other.to_string()),
         }
     }
@@ -159,6 +160,16 @@ pub async fn find_subnet(s: &Session<'_>, ident: &str) -> Result<Named, LookupEr
     let body = s.get(Service::Network, "/v2.0/subnets", &[], &[]).await?;
     let subnets: Vec<Named> = list(body, "subnets")?;
     one_match(&subnets, ident, |n| &n.id, |n| Some(&n.name))
+}
+
+/// Cinder's default volume type's name (magnum-cluster-api's type for boot, docker and
+/// etcd volumes when no label names one).
+pub async fn default_volume_type(s: &Session<'_>) -> Result<String, LookupError> {
+    let body = s.get(Service::Volume, "/types/default", &[], &[]).await?;
+    body["volume_type"]["name"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| LookupError::Unavailable("cinder answered a type without a name".into()))
 }
 
 #[cfg(test)]

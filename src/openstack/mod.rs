@@ -4,10 +4,12 @@
 //! gives for a service ([`catalog`]), bounded calls made with a token ([`session`]), and
 //! the look-ups Magnum makes with them ([`lookups`]).
 
+pub mod application_credentials;
 pub mod caller;
 pub mod catalog;
 pub mod config;
 pub mod lookups;
+pub mod server_groups;
 pub mod session;
 
 pub use caller::Caller;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::catalog::{EndpointChoice, Interface, ServiceCatalog};
@@ -55,6 +55,9 @@ pub enum CallError {
     /// 401/403: the caller may not see it.
     #[error("not authorized")]
     Forbidden,
+    /// 409: it exists already, or is in use.
+    #[error("conflict")]
+    Conflict,
     /// The catalog has no endpoint for the service.
     #[error("no {0} endpoint in the catalog")]
     NoEndpoint(&'static str),
@@ -136,38 +139,89 @@ impl Session<'_> {
         query: &[(&str, &str)],
         headers: &[(&str, &str)],
     ) -> Result<Value, CallError> {
+        self.send(Method::GET, service, path, query, headers, None)
+            .await?
+            .ok_or_else(|| CallError::Unavailable(format!("{} answered nothing", service.name())))
+    }
+
+    /// `POST <endpoint><path>` with a JSON body; the JSON answer.
+    pub async fn post(
+        &self,
+        service: Service,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<Value, CallError> {
+        self.send(Method::POST, service, path, &[], headers, Some(body))
+            .await?
+            .ok_or_else(|| CallError::Unavailable(format!("{} answered nothing", service.name())))
+    }
+
+    /// `DELETE <endpoint><path>`.
+    pub async fn delete(
+        &self,
+        service: Service,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<(), CallError> {
+        self.send(Method::DELETE, service, path, &[], headers, None)
+            .await
+            .map(drop)
+    }
+
+    /// One call: the answer's JSON (`None` for an empty body), or why there is none.
+    async fn send(
+        &self,
+        method: Method,
+        service: Service,
+        path: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, CallError> {
         let url = format!("{}{path}", self.endpoint(service)?);
         let mut req = self
             .cloud
             .http
-            .get(&url)
+            .request(method.clone(), &url)
             .query(query)
             .header("X-Auth-Token", self.token.expose())
             .header("Accept", "application/json");
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let resp = req.send().await.map_err(|e| unreachable(service, &e))?;
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let mut resp = req.send().await.map_err(|e| unreachable(service, &e))?;
         match resp.status() {
             s if s.is_success() => {}
             StatusCode::NOT_FOUND => return Err(CallError::NotFound),
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => return Err(CallError::Forbidden),
+            StatusCode::CONFLICT => return Err(CallError::Conflict),
             s => {
-                tracing::warn!(service = service.name(), status = %s, path, "OpenStack call failed");
+                tracing::warn!(service = service.name(), %method, status = %s, path, "OpenStack call failed");
                 return Err(CallError::Unavailable(format!(
                     "{} answered {s}",
                     service.name()
                 )));
             }
         }
-        let body = resp.bytes().await.map_err(|e| unreachable(service, &e))?;
-        if body.len() > MAX_BODY {
-            return Err(CallError::Unavailable(format!(
-                "{} answered more than {MAX_BODY} bytes",
-                service.name()
-            )));
+        // Read at most MAX_BODY bytes, whatever the length the answer announces.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(service, &e))? {
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(CallError::Unavailable(format!(
+                    "{} answered more than {MAX_BODY} bytes",
+                    service.name()
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&body).map_err(|e| {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             CallError::Unavailable(format!("{} answered what is not JSON: {e}", service.name()))
         })
     }

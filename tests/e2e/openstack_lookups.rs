@@ -11,10 +11,12 @@
 use std::time::Duration;
 
 use magnum_rs::openstack::lookups::{
-    find_external_network, find_flavor, find_image, find_network, find_subnet, keypair_exists,
-    LookupError,
+    default_volume_type, find_external_network, find_flavor, find_image, find_network, find_subnet,
+    keypair_exists, LookupError,
 };
-use magnum_rs::openstack::{Cloud, Interface, ServiceCatalog};
+use magnum_rs::openstack::{
+    application_credentials, server_groups, Cloud, Interface, ServiceCatalog,
+};
 use magnum_rs::secret::Secret;
 use serde_json::{json, Value};
 
@@ -44,8 +46,8 @@ fn services() -> Services {
     }
 }
 
-/// demo's project-scoped token in project demo, with its catalog.
-async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog) {
+/// demo's project-scoped token in project demo, with its catalog and demo's user id.
+async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String) {
     let auth = json!({"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": "demo", "domain": {"name": "Default"}, "password": "demo-secret"}}},
@@ -59,9 +61,14 @@ async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog) {
     assert_eq!(resp.status().as_u16(), 201);
     let token = Secret::new(resp.headers()["x-subject-token"].to_str().expect("token"));
     let body = resp.bytes().await.expect("body");
+    let parsed: Value = serde_json::from_slice(&body).expect("token json");
     (
         token,
         ServiceCatalog::from_token_body(&body).expect("catalog"),
+        parsed["token"]["user"]["id"]
+            .as_str()
+            .expect("user id")
+            .to_string(),
     )
 }
 
@@ -70,7 +77,7 @@ async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog) {
 async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
     let _turn = crate::keystone_auth::TURN.lock().await;
     let os = services();
-    let (token, catalog) = demo_token(&os.keystone_url).await;
+    let (token, catalog, _) = demo_token(&os.keystone_url).await;
     let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
     let s = cloud.session(token, std::sync::Arc::new(catalog));
     let id = |path: &[&str]| {
@@ -124,5 +131,112 @@ async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
     assert_eq!(
         find_subnet(&s, "no-such-subnet").await,
         Err(LookupError::NotFound)
+    );
+}
+
+/// What a Cluster API cluster needs made in the cloud, made, found and deleted as its user:
+/// a server group (soft-anti-affinity by default), an application credential that then
+/// authenticates on its own, and Cinder's default volume type.
+#[tokio::test]
+#[ignore = "needs scripts/test.sh"]
+async fn server_groups_and_application_credentials_as_the_user_against_the_real_nova_and_keystone()
+{
+    let _turn = crate::keystone_auth::TURN.lock().await;
+    let os = services();
+    let (token, catalog, user_id) = demo_token(&os.keystone_url).await;
+    let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
+    let s = cloud.session(token, std::sync::Arc::new(catalog));
+    let name = format!("kube-{}", uuid::Uuid::new_v4().simple());
+
+    // Server groups: made once, found by name, gone after delete (twice is fine).
+    assert_eq!(server_groups::find(&s, &name, None, false).await, Ok(None));
+    let policies = server_groups::policies_of_label(None);
+    let made = server_groups::ensure(&s, &name, None, &policies)
+        .await
+        .expect("server group made");
+    assert_eq!(made.policies, ["soft-anti-affinity"]);
+    let again = server_groups::ensure(&s, &name, None, &policies)
+        .await
+        .expect("server group found");
+    assert_eq!(again.id, made.id, "ensure finds the group it made");
+    let worker = format!("{name}-default-worker");
+    let w = server_groups::ensure(
+        &s,
+        &worker,
+        None,
+        &server_groups::policies_of_label(Some("anti-affinity")),
+    )
+    .await
+    .expect("worker group");
+    assert_eq!(w.policies, ["anti-affinity"]);
+    for n in [&name, &worker] {
+        server_groups::delete(&s, n, None, false)
+            .await
+            .expect("deleted");
+        assert_eq!(server_groups::find(&s, n, None, false).await, Ok(None));
+        server_groups::delete(&s, n, None, false)
+            .await
+            .expect("deleting again is done");
+    }
+
+    // An application credential named after the cluster, usable on its own.
+    let cluster_uuid = uuid::Uuid::new_v4().to_string();
+    let cred = application_credentials::create(
+        &s,
+        &user_id,
+        &cluster_uuid,
+        &application_credentials::description(&cluster_uuid),
+    )
+    .await
+    .expect("credential made");
+    assert!(!format!("{cred:?}").contains(cred.secret.expose()));
+    assert_eq!(
+        application_credentials::find(&s, &user_id, &cluster_uuid).await,
+        Ok(Some(cred.id.clone()))
+    );
+    assert_eq!(
+        application_credentials::create(&s, &user_id, &cluster_uuid, "again").await,
+        Err(LookupError::Duplicate),
+        "a second credential of the same name is refused"
+    );
+    let auth = json!({"auth": {"identity": {"methods": ["application_credential"],
+        "application_credential": {"id": cred.id, "secret": cred.secret.expose()}}}});
+    let resp = reqwest::Client::new()
+        .post(format!("{}/auth/tokens", os.keystone_url))
+        .json(&auth)
+        .send()
+        .await
+        .expect("keystone answers");
+    assert_eq!(resp.status().as_u16(), 201, "the credential authenticates");
+    application_credentials::delete(&s, &user_id, &cluster_uuid)
+        .await
+        .expect("credential deleted");
+    assert_eq!(
+        application_credentials::find(&s, &user_id, &cluster_uuid).await,
+        Ok(None)
+    );
+    application_credentials::delete(&s, &user_id, &cluster_uuid)
+        .await
+        .expect("deleting again is done");
+
+    assert_eq!(
+        default_volume_type(&s).await.expect("default type"),
+        "__DEFAULT__"
+    );
+
+    // magnum-rs's own service user gets a token with a catalog too.
+    let auth = magnum_rs::auth::keystone::KeystoneAuth::new(
+        &magnum_rs::auth::keystone::KeystoneAuthConfig {
+            auth_url: os.keystone_url.clone(),
+            password: Secret::new("magnum-secret"),
+            ..Default::default()
+        },
+    )
+    .expect("auth");
+    let me = auth.service_caller().await.expect("service token");
+    let svc = me.session(&cloud);
+    assert_eq!(
+        find_flavor(&svc, "m1.small").await.expect("as magnum").name,
+        "m1.small"
     );
 }

@@ -60,6 +60,8 @@ pub enum AuthFailure {
 struct ServiceToken {
     token: Secret,
     expires_at: DateTime<Utc>,
+    /// The service user's catalog, for the calls magnum-rs makes as itself.
+    catalog: Arc<ServiceCatalog>,
 }
 
 pub struct KeystoneAuth {
@@ -187,18 +189,34 @@ impl KeystoneAuth {
 
     /// The service token, obtained or renewed (when `force`, or close to its expiry).
     async fn service_token(&self, force: bool) -> Result<Secret, AuthFailure> {
+        Ok(self.service_caller_renewed(force).await?.token)
+    }
+
+    /// magnum-rs's own token and catalog, for the calls Magnum makes as its service user
+    /// (what outlives a request: a cluster's cloud resources deleted after the cluster).
+    pub async fn service_caller(&self) -> Result<Caller, AuthFailure> {
+        self.service_caller_renewed(false).await
+    }
+
+    async fn service_caller_renewed(&self, force: bool) -> Result<Caller, AuthFailure> {
         let mut held = self.service_token.lock().await;
         if let Some(t) = held.as_ref() {
             let renew_at =
                 t.expires_at - chrono::Duration::from_std(RENEW_BEFORE).unwrap_or_default();
             if !force && Utc::now() < renew_at {
-                return Ok(t.token.clone());
+                return Ok(Caller {
+                    token: t.token.clone(),
+                    catalog: t.catalog.clone(),
+                });
             }
         }
         let fresh = self.issue_service_token().await?;
-        let token = fresh.token.clone();
+        let caller = Caller {
+            token: fresh.token.clone(),
+            catalog: fresh.catalog.clone(),
+        };
         *held = Some(fresh);
-        Ok(token)
+        Ok(caller)
     }
 
     async fn issue_service_token(&self) -> Result<ServiceToken, AuthFailure> {
@@ -213,7 +231,7 @@ impl KeystoneAuth {
         }});
         let resp = self
             .http
-            .post(format!("{}/auth/tokens?nocatalog", self.v3))
+            .post(format!("{}/auth/tokens", self.v3))
             .json(&body)
             .send()
             .await
@@ -239,14 +257,20 @@ impl KeystoneAuth {
         struct IssuedToken {
             expires_at: DateTime<Utc>,
         }
-        let issued: Issued = resp
-            .json()
+        let body = resp
+            .bytes()
             .await
             .map_err(|e| unavailable("reading the service token", &e))?;
+        let unreadable = |e: serde_json::Error| {
+            AuthFailure::Unavailable(format!("Keystone's service token could not be read: {e}"))
+        };
+        let issued: Issued = serde_json::from_slice(&body).map_err(unreadable)?;
+        let catalog = ServiceCatalog::from_token_body(&body).map_err(unreadable)?;
         tracing::info!(user = %c.username, expires_at = %issued.token.expires_at, "service token issued");
         Ok(ServiceToken {
             token,
             expires_at: issued.token.expires_at,
+            catalog: Arc::new(catalog),
         })
     }
 
