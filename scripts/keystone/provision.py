@@ -3,8 +3,9 @@
 admin, for magnum-rs's tests:
 
 * projects `service`, `demo`, `alt` (domain default);
-* users `magnum` (service on service), `demo` (member on demo), `alt` (member on alt),
-  `reader` (reader on demo); passwords `<name>-secret`; default projects set;
+* users `magnum` (service and admin on service, as Magnum's devstack plugin), `demo`
+  (member on demo), `alt` (member on alt), `reader` (reader on demo); passwords
+  `<name>-secret`; default projects set;
 * service `magnum` (type `container-infra`) with public and internal endpoints at the
   given URL in RegionOne.
 
@@ -93,6 +94,10 @@ def main():
         uid = body["user"]["id"]
         ids["users"][user] = uid
         call("PUT", f"{ks}/projects/{pid}/users/{uid}/roles/{roles[role]}", token=admin)
+        if user == "magnum":
+            # As Magnum's devstack plugin makes it (`create_service_user "magnum" "admin"`):
+            # what a cluster's user made in the cloud is deleted later as magnum.
+            call("PUT", f"{ks}/projects/{pid}/users/{uid}/roles/{roles['admin']}", token=admin)
 
     _, body = call(
         "POST",

@@ -46,8 +46,9 @@ fn services() -> Services {
     }
 }
 
-/// demo's project-scoped token in project demo, with its catalog and demo's user id.
-async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String) {
+/// demo's project-scoped token in project demo, with its catalog, demo's user id and the
+/// project's id.
+async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String, String) {
     let auth = json!({"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": "demo", "domain": {"name": "Default"}, "password": "demo-secret"}}},
@@ -69,6 +70,10 @@ async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String) {
             .as_str()
             .expect("user id")
             .to_string(),
+        parsed["token"]["project"]["id"]
+            .as_str()
+            .expect("project id")
+            .to_string(),
     )
 }
 
@@ -77,7 +82,7 @@ async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String) {
 async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
     let _turn = crate::keystone_auth::TURN.lock().await;
     let os = services();
-    let (token, catalog, _) = demo_token(&os.keystone_url).await;
+    let (token, catalog, _, _) = demo_token(&os.keystone_url).await;
     let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
     let s = cloud.session(token, std::sync::Arc::new(catalog));
     let id = |path: &[&str]| {
@@ -134,21 +139,31 @@ async fn look_ups_as_the_user_against_the_real_glance_nova_and_neutron() {
     );
 }
 
-/// What a Cluster API cluster needs made in the cloud, made, found and deleted as its user:
-/// a server group (soft-anti-affinity by default), an application credential that then
-/// authenticates on its own, and Cinder's default volume type.
+/// What a Cluster API cluster needs made in the cloud, made and found as its user and
+/// deleted later as magnum-rs's service user (admin in project service, as Magnum's devstack
+/// plugin makes it): a server group (soft-anti-affinity by default), an application
+/// credential that authenticates on its own, and Cinder's default volume type.
 #[tokio::test]
 #[ignore = "needs scripts/test.sh"]
-async fn server_groups_and_application_credentials_as_the_user_against_the_real_nova_and_keystone()
-{
+async fn server_groups_and_application_credentials_against_the_real_nova_and_keystone() {
     let _turn = crate::keystone_auth::TURN.lock().await;
     let os = services();
-    let (token, catalog, user_id) = demo_token(&os.keystone_url).await;
+    let (token, catalog, user_id, project_id) = demo_token(&os.keystone_url).await;
     let cloud = Cloud::new(Duration::from_secs(30), Interface::Public, None).expect("cloud");
     let s = cloud.session(token, std::sync::Arc::new(catalog));
+    let auth = magnum_rs::auth::keystone::KeystoneAuth::new(
+        &magnum_rs::auth::keystone::KeystoneAuthConfig {
+            auth_url: os.keystone_url.clone(),
+            password: Secret::new("magnum-secret"),
+            ..Default::default()
+        },
+    )
+    .expect("auth");
+    let me = auth.service_caller().await.expect("service token");
+    let svc = me.session(&cloud);
     let name = format!("kube-{}", uuid::Uuid::new_v4().simple());
 
-    // Server groups: made once, found by name, gone after delete (twice is fine).
+    // Server groups: made once as the user, found by name.
     assert_eq!(server_groups::find(&s, &name, None, false).await, Ok(None));
     let policies = server_groups::policies_of_label(None);
     let made = server_groups::ensure(&s, &name, None, &policies)
@@ -169,14 +184,21 @@ async fn server_groups_and_application_credentials_as_the_user_against_the_real_
     .await
     .expect("worker group");
     assert_eq!(w.policies, ["anti-affinity"]);
+    // Deleted by the user, and by the service user across projects (twice is fine).
+    server_groups::delete(&s, &name, None, false)
+        .await
+        .expect("deleted by the user");
+    let found = server_groups::find(&svc, &worker, Some(&project_id), true)
+        .await
+        .expect("the service user lists every project's groups");
+    assert_eq!(found.map(|g| g.id), Some(w.id));
+    for _ in 0..2 {
+        server_groups::delete(&svc, &worker, Some(&project_id), true)
+            .await
+            .expect("deleted by the service user");
+    }
     for n in [&name, &worker] {
-        server_groups::delete(&s, n, None, false)
-            .await
-            .expect("deleted");
         assert_eq!(server_groups::find(&s, n, None, false).await, Ok(None));
-        server_groups::delete(&s, n, None, false)
-            .await
-            .expect("deleting again is done");
     }
 
     // An application credential named after the cluster, usable on its own.
@@ -199,42 +221,34 @@ async fn server_groups_and_application_credentials_as_the_user_against_the_real_
         Err(LookupError::Duplicate),
         "a second credential of the same name is refused"
     );
-    let auth = json!({"auth": {"identity": {"methods": ["application_credential"],
+    let login = json!({"auth": {"identity": {"methods": ["application_credential"],
         "application_credential": {"id": cred.id, "secret": cred.secret.expose()}}}});
     let resp = reqwest::Client::new()
         .post(format!("{}/auth/tokens", os.keystone_url))
-        .json(&auth)
+        .json(&login)
         .send()
         .await
         .expect("keystone answers");
     assert_eq!(resp.status().as_u16(), 201, "the credential authenticates");
-    application_credentials::delete(&s, &user_id, &cluster_uuid)
-        .await
-        .expect("credential deleted");
+    // The service user finds and deletes the user's credential (admin_or_owner).
+    assert_eq!(
+        application_credentials::find(&svc, &user_id, &cluster_uuid).await,
+        Ok(Some(cred.id.clone()))
+    );
+    for _ in 0..2 {
+        application_credentials::delete(&svc, &user_id, &cluster_uuid)
+            .await
+            .expect("deleted by the service user");
+    }
     assert_eq!(
         application_credentials::find(&s, &user_id, &cluster_uuid).await,
         Ok(None)
     );
-    application_credentials::delete(&s, &user_id, &cluster_uuid)
-        .await
-        .expect("deleting again is done");
 
     assert_eq!(
         default_volume_type(&s).await.expect("default type"),
         "__DEFAULT__"
     );
-
-    // magnum-rs's own service user gets a token with a catalog too.
-    let auth = magnum_rs::auth::keystone::KeystoneAuth::new(
-        &magnum_rs::auth::keystone::KeystoneAuthConfig {
-            auth_url: os.keystone_url.clone(),
-            password: Secret::new("magnum-secret"),
-            ..Default::default()
-        },
-    )
-    .expect("auth");
-    let me = auth.service_caller().await.expect("service token");
-    let svc = me.session(&cloud);
     assert_eq!(
         find_flavor(&svc, "m1.small").await.expect("as magnum").name,
         "m1.small"
