@@ -8,6 +8,7 @@
 pub mod ca;
 pub mod cache;
 pub mod client;
+pub mod cloud_config;
 pub mod controller;
 pub mod driver;
 pub mod leader;
