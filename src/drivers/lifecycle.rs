@@ -59,6 +59,14 @@ pub trait Lifecycle: Send + Sync {
 
     async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError>;
 
+    /// What is left once the backend's cluster is gone (magnum-cluster-api's clean-up when
+    /// its status sync finds the Cluster gone): called before a delete's rows go, again
+    /// after a crash, so it must be done when there is nothing left. An error keeps the
+    /// delete waiting, and it is called again.
+    async fn clean_up_deleted(&self, _cluster: &Cluster) -> Result<(), DriverError> {
+        Ok(())
+    }
+
     async fn resize(
         &self,
         cluster: &Cluster,

@@ -131,6 +131,9 @@ fn in_flight<'a>(
     }
 }
 
+/// Seconds before a delete's failed clean-up is tried again.
+const CLEAN_UP_RETRY_SECS: i64 = 10;
+
 fn deadline_passed(op: &Operation) -> bool {
     op.deadline_at
         .is_some_and(|d| d <= chrono::Utc::now().naive_utc())
@@ -212,6 +215,24 @@ async fn judge(
         // Not known yet (the view has not listed): its listing triggers the next look.
         Verdict::Unknown => Ok(None),
         Verdict::Complete => {
+            if op.kind() == OpKind::DeleteCluster {
+                if let Err(e) = subject.driver.clean_up_deleted(&subject.cluster).await {
+                    // The backend's cluster is gone, what it left is not yet: the delete
+                    // waits, and it is tried again until the operation's deadline.
+                    let why = format!("cleaning up after the deleted cluster: {e}");
+                    if deadline_passed(op) {
+                        metrics::reconcile_write("fail");
+                        return outcome::fail(state, op, Some(&subject), &why, W)
+                            .await
+                            .map(|()| None);
+                    }
+                    show_reason(state, &subject, Some(why)).await?;
+                    return Ok(Some(
+                        chrono::Utc::now().naive_utc()
+                            + chrono::Duration::seconds(CLEAN_UP_RETRY_SECS),
+                    ));
+                }
+            }
             observe_lag(op, "complete");
             metrics::reconcile_write("finish");
             outcome::finish(state, op, &subject, W).await.map(|()| None)

@@ -19,6 +19,7 @@ mod cluster_actions;
 mod cluster_actions_durability;
 mod cluster_templates;
 mod clusters;
+mod delete_clean_up;
 mod federations;
 mod fuzz_inputs;
 mod input_bounds;

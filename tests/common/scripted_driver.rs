@@ -17,6 +17,8 @@ use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 type ResizeFn = dyn Fn(&ResizeRequest) -> Result<Progress, DriverError> + Send + Sync;
 type ObserveFn = dyn Fn(&InFlight<'_>) -> Verdict + Send + Sync;
 type OnCreateFn = dyn Fn(&[NodeGroup]) + Send + Sync;
+type DeleteFn = dyn Fn() -> Result<Progress, DriverError> + Send + Sync;
+type CleanUpFn = dyn Fn() -> Result<(), DriverError> + Send + Sync;
 
 pub struct ScriptedDriver {
     name: &'static str,
@@ -25,6 +27,8 @@ pub struct ScriptedDriver {
     observe: Box<ObserveFn>,
     asked_count: Box<dyn Fn() -> Option<i64> + Send + Sync>,
     on_create: Box<OnCreateFn>,
+    delete: Box<DeleteFn>,
+    clean_up: Box<CleanUpFn>,
     progress_deadline: Duration,
 }
 
@@ -39,6 +43,8 @@ impl ScriptedDriver {
             observe: Box::new(|_| Verdict::Unknown),
             asked_count: Box::new(|| None),
             on_create: Box::new(|_| {}),
+            delete: Box::new(|| Ok(Progress::Complete)),
+            clean_up: Box::new(|| Ok(())),
             progress_deadline: Duration::from_secs(1800),
         }
     }
@@ -64,6 +70,24 @@ impl ScriptedDriver {
     /// Called with the nodegroups of each cluster the driver creates.
     pub fn on_create(mut self, f: impl Fn(&[NodeGroup]) + Send + Sync + 'static) -> Self {
         self.on_create = Box::new(f);
+        self
+    }
+
+    /// What a cluster delete answers (at once by default).
+    pub fn delete(
+        mut self,
+        f: impl Fn() -> Result<Progress, DriverError> + Send + Sync + 'static,
+    ) -> Self {
+        self.delete = Box::new(f);
+        self
+    }
+
+    /// What the clean-up after a deleted cluster answers (done by default).
+    pub fn clean_up(
+        mut self,
+        f: impl Fn() -> Result<(), DriverError> + Send + Sync + 'static,
+    ) -> Self {
+        self.clean_up = Box::new(f);
         self
     }
 
@@ -95,7 +119,11 @@ impl Lifecycle for ScriptedDriver {
     }
 
     async fn delete_cluster(&self, _cluster: &Cluster) -> Result<Progress, DriverError> {
-        Ok(Progress::Complete)
+        (self.delete)()
+    }
+
+    async fn clean_up_deleted(&self, _cluster: &Cluster) -> Result<(), DriverError> {
+        (self.clean_up)()
     }
 
     async fn resize(

@@ -551,6 +551,36 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         async move { matches!(api.get_opt(&stack).await, Ok(None)) }
     })
     .await;
+    // Once the Cluster is gone, the delete cleans up the Secrets the create wrote (with the
+    // SA token: the Role's `delete` on Secrets), and is done when run again.
+    assert!(
+        secrets
+            .get_opt(&format!("{stack}-ca"))
+            .await
+            .expect("read")
+            .is_some(),
+        "the CA Secret outlives the Cluster until the clean-up"
+    );
+    for _ in 0..2 {
+        driver
+            .clean_up_deleted(&cluster)
+            .await
+            .expect("clean-up with the SA token");
+    }
+    for suffix in ["ca", "etcd", "proxy", "sa", "cloud-config"] {
+        assert!(
+            secrets
+                .get_opt(&format!("{stack}-{suffix}"))
+                .await
+                .expect("read")
+                .is_none(),
+            "{stack}-{suffix} deleted"
+        );
+    }
+    assert!(matches!(
+        driver.delete_cluster(&cluster).await.expect("delete again"),
+        Progress::Complete
+    ));
     for w in watchers {
         w.abort();
     }

@@ -494,9 +494,9 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
         assert_eq!(served.trim(), held.trim(), "{suffix}");
     }
     // The kubeadm control plane adopts them (its controller owner reference; the
-    // magnum-cluster-api notes saw none because their control plane never got that far), so
-    // a management cluster's garbage collector deletes them after the Cluster and its
-    // control plane are gone (this test environment runs no kube-controller-manager).
+    // magnum-cluster-api notes saw none because their control plane never got that far).
+    // magnum-rs deletes them itself once the Cluster is gone (below), as magnum-cluster-api
+    // does; this test environment runs no garbage collector.
     for suffix in ["ca", "etcd", "proxy", "sa"] {
         let owners = capi
             .secret(&format!("{stack}-{suffix}"))
@@ -721,12 +721,19 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
     assert_eq!(ng["node_count"], 1);
     assert_eq!(capi.patches_sent(&stack), patches + 1, "exactly one patch");
 
-    // Delete: the row goes only with the Cluster object.
+    // Delete: the row goes only with the Cluster object, and after the Secrets the create
+    // wrote beside it (the control plane's CAs) are deleted, as magnum-cluster-api does.
     cli.delete_cluster("story");
     assert!(
         capi.get(&capi.res.cluster, &stack).is_none(),
         "the Cluster object is gone"
     );
+    for suffix in ["ca", "etcd", "proxy", "sa"] {
+        assert!(
+            capi.secret(&format!("{stack}-{suffix}")).is_none(),
+            "{stack}-{suffix} is deleted with the cluster"
+        );
+    }
 }
 
 /// A size the KCP webhook refuses (even, let past our own check by

@@ -28,6 +28,9 @@ pub fn secret_suffix(ca_cert_type: Option<&str>) -> &'static str {
     }
 }
 
+/// The Secrets a cluster's create writes beside its Cluster, by suffix of the stack name.
+pub const SECRET_SUFFIXES: [&str; 4] = ["ca", "etcd", "proxy", "sa"];
+
 /// The Secret type Cluster API gives the certificates it reads.
 const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
 /// The label that ties a Secret to its Cluster.
@@ -43,12 +46,13 @@ pub async fn write_cas(
     cas: &ClusterCas,
 ) -> Result<(), DriverError> {
     let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
-    for (suffix, pair) in [
-        ("ca", &cas.ca),
-        ("etcd", &cas.etcd_ca),
-        ("proxy", &cas.front_proxy_ca),
-        ("sa", &cas.service_account),
-    ] {
+    let pairs = [
+        &cas.ca,
+        &cas.etcd_ca,
+        &cas.front_proxy_ca,
+        &cas.service_account,
+    ];
+    for (suffix, pair) in SECRET_SUFFIXES.into_iter().zip(pairs) {
         let name = format!("{stack}-{suffix}");
         match api
             .create(&PostParams::default(), &ca_secret(&name, stack, pair))

@@ -100,3 +100,18 @@ pub fn count_watch_error(e: &watcher::Error) {
         }
     }
 }
+
+/// Deletes the Secrets `names` in the management cluster's namespace; one already gone is
+/// done.
+pub async fn delete_secrets(mc: &ManagementCluster, names: &[String]) -> Result<(), DriverError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(mc.client.clone(), &mc.namespace);
+    for name in names {
+        match api.delete(name, &kube::api::DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace))),
+        }
+    }
+    Ok(())
+}

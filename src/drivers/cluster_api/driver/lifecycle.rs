@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::{generation_of, ng_ref, KubeClusterApiDriver};
 use crate::certificates::ClusterCas;
 use crate::drivers::cluster_api::ca;
-use crate::drivers::cluster_api::client::{kube_error, ManagementCluster};
+use crate::drivers::cluster_api::client::{delete_secrets, kube_error, ManagementCluster};
+use crate::drivers::cluster_api::cloud_config;
 use crate::drivers::cluster_api::topology;
 use crate::drivers::{
     CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
@@ -86,9 +87,28 @@ impl Lifecycle for KubeClusterApiDriver {
         {
             // Cluster API deletes the machines first; the row goes when the Cluster is gone.
             Ok(_) => Ok(Progress::Waiting(self.wait_on(mc, &stack, None))),
-            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Progress::Complete),
+            Err(kube::Error::Api(s)) if s.is_not_found() => {
+                self.clean_up_deleted(cluster).await?;
+                Ok(Progress::Complete)
+            }
             Err(e) => Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace))),
         }
+    }
+
+    /// The Secrets the create wrote beside the Cluster (the four CAs and the cloud
+    /// configuration), deleted once the Cluster is gone, as magnum-cluster-api deletes
+    /// them: the control plane's machines need them until then.
+    async fn clean_up_deleted(&self, cluster: &Cluster) -> Result<(), DriverError> {
+        let mc = self.management_for(cluster)?;
+        let Some(stack) = cluster.stack_id.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(());
+        };
+        let mut names: Vec<String> = ca::SECRET_SUFFIXES
+            .iter()
+            .map(|suffix| format!("{stack}-{suffix}"))
+            .collect();
+        names.push(cloud_config::secret_name(stack));
+        delete_secrets(mc, &names).await
     }
 
     async fn resize(
