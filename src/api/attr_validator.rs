@@ -159,44 +159,25 @@ impl<'a> CloudChecks<'a> {
 
     /// `validate_external_network`.
     pub async fn external_network(&self, ident: &str) -> ApiResult<()> {
-        lookups::find_external_network(&self.session, ident)
-            .await
-            .map(drop)
-            .map_err(|e| match e {
-                LookupError::NotFound => ApiError::ExternalNetworkNotFound(ident.into()),
-                LookupError::Duplicate => ApiError::Conflict(format!(
-                    "Multiple external networks exist with same name '{ident}'. Please use the external network ID instead."
-                )),
-                other => failed("neutron", other),
-            })
+        let found = lookups::find_external_network(&self.session, ident).await;
+        neutron_answer(
+            found,
+            ident,
+            ApiError::ExternalNetworkNotFound,
+            "external network",
+        )
     }
 
     /// `validate_fixed_network`.
     pub async fn fixed_network(&self, ident: &str) -> ApiResult<()> {
-        lookups::find_network(&self.session, ident)
-            .await
-            .map(drop)
-            .map_err(|e| match e {
-                LookupError::NotFound => ApiError::FixedNetworkNotFound(ident.into()),
-                LookupError::Duplicate => ApiError::Conflict(format!(
-                    "Multiple networks exist with same name '{ident}'. Please use the network ID instead."
-                )),
-                other => failed("neutron", other),
-            })
+        let found = lookups::find_network(&self.session, ident).await;
+        neutron_answer(found, ident, ApiError::FixedNetworkNotFound, "network")
     }
 
     /// `validate_fixed_subnet`.
     pub async fn fixed_subnet(&self, ident: &str) -> ApiResult<()> {
-        lookups::find_subnet(&self.session, ident)
-            .await
-            .map(drop)
-            .map_err(|e| match e {
-                LookupError::NotFound => ApiError::FixedSubnetNotFound(ident.into()),
-                LookupError::Duplicate => ApiError::Conflict(format!(
-                    "Multiple subnets exist with same name '{ident}'. Please use the subnet ID instead."
-                )),
-                other => failed("neutron", other),
-            })
+        let found = lookups::find_subnet(&self.session, ident).await;
+        neutron_answer(found, ident, ApiError::FixedSubnetNotFound, "subnet")
     }
 
     /// `validate_flavor_root_volume_size` with the `boot_volume_size` label of `labels`
@@ -233,6 +214,23 @@ fn boot_volume_size(labels: Option<&Map<String, Value>>, default: i64) -> ApiRes
     };
     py_int(&text).ok_or_else(|| {
         ApiError::InvalidParameterValue(format!("{BOOT_VOLUME_SIZE} must be an integer"))
+    })
+}
+
+/// Magnum's answer to a Neutron look-up of `ident` (a `what`): its not-found error, or
+/// 409 `Multiple <what>s exist with same name '<ident>'. Please use the <what> ID instead.`
+fn neutron_answer(
+    found: Result<lookups::Named, LookupError>,
+    ident: &str,
+    not_found: fn(String) -> ApiError,
+    what: &str,
+) -> ApiResult<()> {
+    found.map(drop).map_err(|e| match e {
+        LookupError::NotFound => not_found(ident.into()),
+        LookupError::Duplicate => ApiError::Conflict(format!(
+            "Multiple {what}s exist with same name '{ident}'. Please use the {what} ID instead."
+        )),
+        other => failed("neutron", other),
     })
 }
 
