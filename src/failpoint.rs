@@ -7,7 +7,11 @@
 //! - `rollback-recorded`: a failed resize's count was restored and its roll-back recorded,
 //!   before the roll-back is sent to the backend;
 //! - `rollback-sent`: the backend accepted the roll-back's change, before the operation
-//!   stores what it waits for.
+//!   stores what it waits for;
+//! - `credential-made`: Keystone made a cluster's application credential, before the store
+//!   keeps it (and clears the token that made it);
+//! - `cloud-cleaned-up`: a deleted ClusterAPI cluster's server groups and credential are
+//!   gone, before its Secrets are deleted and its rows go.
 //!
 //! And one where it pauses ([`pause`], [`PAUSE`]), to let the backend's events overtake the
 //! store and show that the order does not matter:

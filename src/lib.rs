@@ -37,6 +37,7 @@ use crate::drivers::cluster_api;
 use crate::drivers::record_only::RecordOnlyDriver;
 use crate::drivers::BaseDriverAllows;
 use crate::drivers::DriverRegistry;
+use crate::openstack::CloudAccess;
 use crate::operations::OperationsHandle;
 use crate::policy::Policy;
 use crate::state::AppState;
@@ -56,6 +57,14 @@ pub fn app(state: AppState) -> Router {
 /// The driver registry, with the ClusterAPI driver on its management clusters when any are
 /// configured (record-only otherwise).
 pub async fn build_drivers(config: &Config) -> anyhow::Result<DriverRegistry> {
+    build_drivers_with(config, None).await
+}
+
+/// [`build_drivers`], the drivers reaching the cloud with `cloud` (keystone auth mode).
+pub async fn build_drivers_with(
+    config: &Config,
+    cloud: Option<CloudAccess>,
+) -> anyhow::Result<DriverRegistry> {
     let mut registry = DriverRegistry::default();
     let d = &config.drivers;
     if !d.disabled.contains(&d.base.name) {
@@ -68,7 +77,7 @@ pub async fn build_drivers(config: &Config) -> anyhow::Result<DriverRegistry> {
         registry.register(Arc::new(base), &[]);
     }
     if !d.disabled.contains(&d.cluster_api.name) {
-        let capi = cluster_api::build(&d.cluster_api, d.journal.clone()).await?;
+        let capi = cluster_api::build(&d.cluster_api, d.journal.clone(), cloud).await?;
         registry.register(capi, &d.cluster_api.aliases);
     }
     Ok(registry)
@@ -84,17 +93,19 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         Some(path) => Policy::with_overrides_file(path)?,
         None => Policy::magnum_defaults(),
     };
-    let drivers = build_drivers(&config).await?;
     let keystone = match config.effective_auth()? {
-        AuthMode::Keystone => Some((
-            KeystoneAuth::new(&config.keystone_authtoken)?,
-            config.openstack.cloud()?,
-        )),
+        AuthMode::Keystone => {
+            let auth = Arc::new(KeystoneAuth::new(&config.keystone_authtoken)?);
+            let access = CloudAccess::new(config.openstack.cloud()?, auth.clone());
+            Some((auth, access))
+        }
         AuthMode::Noauth => None,
     };
+    let cloud = keystone.as_ref().map(|(_, access)| access.clone());
+    let drivers = build_drivers_with(&config, cloud).await?;
     let state = AppState::new(config, store, policy, drivers, OperationsHandle::default());
     match keystone {
-        Some((auth, cloud)) => state.with_keystone(auth, cloud),
+        Some((auth, access)) => state.with_keystone(auth, access),
         None => Ok(state),
     }
 }

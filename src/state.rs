@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::auth::keystone::KeystoneAuth;
 use crate::config::Config;
 use crate::drivers::DriverRegistry;
-use crate::openstack::Cloud;
+use crate::openstack::{Cloud, CloudAccess};
 use crate::operations::conductor::ConductorParts;
 use crate::operations::{Conductor, OperationsHandle};
 use crate::policy::Policy;
@@ -58,14 +58,20 @@ impl AppState {
         }))
     }
 
-    /// The same state, validating Keystone tokens with `auth` and calling the services of
-    /// the users' catalogs with `cloud`; only on a state not yet shared (right after
+    /// The same state, validating Keystone tokens with `auth` and calling the cloud with
+    /// `access` (the users' catalogs on requests, the service user's and the clusters'
+    /// credentials in the conductor); only on a state not yet shared (right after
     /// [`AppState::new`]).
-    pub fn with_keystone(mut self, auth: KeystoneAuth, cloud: Cloud) -> anyhow::Result<Self> {
-        let app = Arc::get_mut(&mut self.0)
-            .ok_or_else(|| anyhow::anyhow!("the application state is already shared"))?;
-        app.keystone = Some(Arc::new(auth));
-        app.cloud = Some(cloud);
+    pub fn with_keystone(
+        mut self,
+        auth: Arc<KeystoneAuth>,
+        access: CloudAccess,
+    ) -> anyhow::Result<Self> {
+        let shared = || anyhow::anyhow!("the application state is already shared");
+        let app = Arc::get_mut(&mut self.0).ok_or_else(shared)?;
+        app.keystone = Some(auth);
+        app.cloud = Some(access.cloud.clone());
+        app.conductor.parts_mut().ok_or_else(shared)?.cloud = Some(access);
         Ok(self)
     }
 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use super::DriverError;
 use crate::certificates::ClusterCas;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
+use crate::openstack::application_credentials::MadeCredential;
 
 /// A resize handed to the driver.
 #[derive(Clone, Debug)]
@@ -45,17 +46,34 @@ pub struct CreateOutcome {
     pub coe_version: Option<String>,
 }
 
+/// What the conductor made for a cluster before its create reaches the driver.
+#[derive(Clone, Copy, Default)]
+pub struct CreateGiven<'a> {
+    /// The CAs Magnum's conductor made for it, opened, for a backend that signs with them
+    /// itself (`None` when it has none stored).
+    pub cas: Option<&'a ClusterCas>,
+    /// The cluster's application credential, made with its user's token, for a driver that
+    /// asks for one ([`Lifecycle::uses_cloud_credential`]) in keystone auth mode.
+    pub credential: Option<&'a MadeCredential>,
+}
+
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
-    /// Creates the cluster. `cas` are the CAs Magnum's conductor made for it, opened, for a
-    /// backend that signs with them itself (`None` when it has none stored).
+    /// Creates the cluster with what the conductor made for it.
     async fn create_cluster(
         &self,
         cluster: &Cluster,
         template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
-        cas: Option<&ClusterCas>,
+        given: &CreateGiven<'_>,
     ) -> Result<CreateOutcome, DriverError>;
+
+    /// Whether the backend reaches the cloud with an application credential of the
+    /// cluster's user (magnum-cluster-api's), which only the creating request's token can
+    /// make: the API then keeps that token until the worker has made it.
+    fn uses_cloud_credential(&self) -> bool {
+        false
+    }
 
     async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError>;
 

@@ -31,7 +31,7 @@ pub use background::{
 };
 pub use certificates::Certificates;
 pub use error::{DriverError, Reason};
-pub use lifecycle::{CreateOutcome, Lifecycle, Progress, ResizeRequest, WaitOn};
+pub use lifecycle::{CreateGiven, CreateOutcome, Lifecycle, Progress, ResizeRequest, WaitOn};
 pub use refusal::Refusal;
 pub use registry::{DriverRegistry, Triple};
 

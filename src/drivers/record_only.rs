@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    Allows, Background, Certificates, CreateOutcome, Driver, DriverError, Lifecycle, Progress,
-    Refusal, ResizeRequest, Triple,
+    Allows, Background, Certificates, CreateGiven, CreateOutcome, Driver, DriverError, Lifecycle,
+    Progress, Refusal, ResizeRequest, Triple,
 };
-use crate::certificates::ClusterCas;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// One call the driver received.
@@ -129,7 +128,7 @@ impl Lifecycle for RecordOnlyDriver {
         cluster: &Cluster,
         _template: &ClusterTemplate,
         _nodegroups: &[NodeGroup],
-        _cas: Option<&ClusterCas>,
+        _given: &CreateGiven<'_>,
     ) -> Result<CreateOutcome, DriverError> {
         self.record(Call::CreateCluster {
             cluster: cluster.uuid.clone(),

@@ -12,6 +12,8 @@ use crate::secret::Secret;
 pub struct Caller {
     pub token: Secret,
     pub catalog: Arc<ServiceCatalog>,
+    /// When the token expires, where Keystone said.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Caller {

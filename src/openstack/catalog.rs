@@ -26,7 +26,7 @@ impl Interface {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Interface::Public => "public",
             Interface::Internal => "internal",

@@ -7,6 +7,7 @@
 pub mod application_credentials;
 pub mod caller;
 pub mod catalog;
+pub mod cloud_access;
 pub mod config;
 pub mod lookups;
 pub mod server_groups;
@@ -14,5 +15,6 @@ pub mod session;
 
 pub use caller::Caller;
 pub use catalog::{EndpointChoice, Interface, ServiceCatalog};
+pub use cloud_access::{CloudAccess, ServiceIdentity};
 pub use config::OpenStackConfig;
 pub use session::{CallError, Cloud, Service, Session};

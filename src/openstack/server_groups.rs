@@ -49,14 +49,13 @@ pub fn policies_of_label(label: Option<&str>) -> Vec<String> {
     }
 }
 
-/// The group named `name` in `project` (every project's groups are listed when the caller
-/// is an admin acting for another project); `Duplicate` when several have the name.
-pub async fn find(
+/// The groups of `project` the caller sees (every project's are listed when the caller is
+/// an admin acting for another project).
+pub async fn list(
     s: &Session<'_>,
-    name: &str,
     project: Option<&str>,
     all_projects: bool,
-) -> Result<Option<ServerGroup>, LookupError> {
+) -> Result<Vec<ServerGroup>, LookupError> {
     let query: &[(&str, &str)] = if all_projects {
         &[("all_projects", "True")]
     } else {
@@ -73,9 +72,21 @@ pub async fn find(
     let groups: Vec<ServerGroup> =
         serde_json::from_value(body.get("server_groups").cloned().unwrap_or_default())
             .map_err(|e| LookupError::Unavailable(format!("cannot read the server groups: {e}")))?;
-    let mut found = groups.into_iter().filter(|g| {
-        g.name == name && project.is_none_or(|p| g.project_id.as_deref().is_none_or(|q| q == p))
-    });
+    Ok(groups
+        .into_iter()
+        .filter(|g| project.is_none_or(|p| g.project_id.as_deref().is_none_or(|q| q == p)))
+        .collect())
+}
+
+/// The group named `name` in `project` ([`list`]); `Duplicate` when several have the name.
+pub async fn find(
+    s: &Session<'_>,
+    name: &str,
+    project: Option<&str>,
+    all_projects: bool,
+) -> Result<Option<ServerGroup>, LookupError> {
+    let groups = list(s, project, all_projects).await?;
+    let mut found = groups.into_iter().filter(|g| g.name == name);
     match (found.next(), found.next()) {
         (None, _) => Ok(None),
         (Some(one), None) => Ok(Some(one)),
@@ -113,31 +124,23 @@ pub async fn delete(
     project: Option<&str>,
     all_projects: bool,
 ) -> Result<(), LookupError> {
-    let Some(g) = find(s, name, project, all_projects).await? else {
-        return Ok(());
-    };
+    match find(s, name, project, all_projects).await? {
+        Some(g) => delete_id(s, &g.id).await,
+        None => Ok(()),
+    }
+}
+
+/// Deletes the group `id` (done when it is gone already).
+pub async fn delete_id(s: &Session<'_>, id: &str) -> Result<(), LookupError> {
     match s
         .delete(
             Service::Compute,
-            &format!("/os-server-groups/{}", g.id),
+            &format!("/os-server-groups/{id}"),
             &[MICROVERSION],
         )
         .await
     {
         Ok(()) | Err(CallError::NotFound) => Ok(()),
         Err(e) => Err(e.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_label_names_known_policies_else_the_default_applies() {
-        assert_eq!(policies_of_label(None), ["soft-anti-affinity"]);
-        assert_eq!(policies_of_label(Some("")), ["soft-anti-affinity"]);
-        assert_eq!(policies_of_label(Some("affinity,bogus")), ["affinity"]);
-        assert_eq!(policies_of_label(Some("bogus")), ["soft-anti-affinity"]);
     }
 }

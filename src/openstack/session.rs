@@ -93,6 +93,16 @@ impl Cloud {
         })
     }
 
+    /// The catalog interface calls go to.
+    pub fn interface(&self) -> Interface {
+        self.interface
+    }
+
+    /// The region calls stay in, when one is configured.
+    pub fn region(&self) -> Option<&str> {
+        self.region.as_deref()
+    }
+
     /// A session acting with `token`, on the endpoints of `catalog`.
     pub fn session(&self, token: Secret, catalog: Arc<ServiceCatalog>) -> Session<'_> {
         Session {
@@ -101,6 +111,82 @@ impl Cloud {
             catalog,
         }
     }
+}
+
+/// A token Keystone issued (`POST /v3/auth/tokens`): the token, its expiry and its catalog.
+pub struct Issued {
+    pub token: Secret,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub catalog: ServiceCatalog,
+}
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cloud {
+    /// Asks Keystone at `identity` (its v3 URL) for a token with `auth` (the body's `auth`
+    /// object); 401 (a wrong or deleted credential) is `Forbidden`.
+    pub async fn issue_token(&self, identity: &str, auth: &Value) -> Result<Issued, CallError> {
+        let url = format!("{}/auth/tokens", identity.trim_end_matches('/'));
+        let resp = self
+            .http
+            .post(&url)
+            .header("Accept", "application/json")
+            .json(&serde_json::json!({ "auth": auth }))
+            .send()
+            .await
+            .map_err(|e| unreachable(Service::Identity, &e))?;
+        match resp.status() {
+            StatusCode::CREATED | StatusCode::OK => {}
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => return Err(CallError::Forbidden),
+            StatusCode::NOT_FOUND => return Err(CallError::NotFound),
+            s => {
+                return Err(CallError::Unavailable(format!(
+                    "keystone answered {s} when issuing a token"
+                )))
+            }
+        }
+        let token = resp
+            .headers()
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .map(Secret::new)
+            .ok_or_else(|| CallError::Unavailable("keystone issued no token".into()))?;
+        let bytes = read_bounded(resp, Service::Identity).await?;
+        let catalog = ServiceCatalog::from_token_body(&bytes).map_err(|e| {
+            CallError::Unavailable(format!("keystone answered what is not a token: {e}"))
+        })?;
+        let expires_at = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v["token"]["expires_at"].as_str().map(str::to_string))
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        Ok(Issued {
+            token,
+            expires_at,
+            catalog,
+        })
+    }
+}
+
+/// An answer's body, at most [`MAX_BODY`] bytes whatever the length it announces.
+async fn read_bounded(mut resp: reqwest::Response, service: Service) -> Result<Vec<u8>, CallError> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(service, &e))? {
+        if bytes.len() + chunk.len() > MAX_BODY {
+            return Err(CallError::Unavailable(format!(
+                "{} answered more than {MAX_BODY} bytes",
+                service.name()
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// Calls made with one token.
@@ -193,7 +279,7 @@ impl Session<'_> {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let mut resp = req.send().await.map_err(|e| unreachable(service, &e))?;
+        let resp = req.send().await.map_err(|e| unreachable(service, &e))?;
         match resp.status() {
             s if s.is_success() => {}
             StatusCode::NOT_FOUND => return Err(CallError::NotFound),
@@ -207,17 +293,7 @@ impl Session<'_> {
                 )));
             }
         }
-        // Read at most MAX_BODY bytes, whatever the length the answer announces.
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(service, &e))? {
-            if bytes.len() + chunk.len() > MAX_BODY {
-                return Err(CallError::Unavailable(format!(
-                    "{} answered more than {MAX_BODY} bytes",
-                    service.name()
-                )));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = read_bounded(resp, service).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::handle::OperationsHandle;
 use crate::config::Config;
 use crate::drivers::DriverRegistry;
+use crate::openstack::CloudAccess;
 use crate::store::Store;
 
 pub struct ConductorParts {
@@ -14,6 +15,8 @@ pub struct ConductorParts {
     pub store: Store,
     pub drivers: DriverRegistry,
     pub operations: OperationsHandle,
+    /// The cloud as the service user and as clusters' credentials (keystone auth mode).
+    pub cloud: Option<CloudAccess>,
 }
 
 /// Cheap to clone; shared by the API (which records operations and kicks the worker) and
@@ -33,7 +36,13 @@ impl Conductor {
             store,
             drivers,
             operations,
+            cloud: None,
         }))
+    }
+
+    /// The parts, while nothing else holds them (right after [`Conductor::new`]).
+    pub fn parts_mut(&mut self) -> Option<&mut ConductorParts> {
+        Arc::get_mut(&mut self.0)
     }
 }
 

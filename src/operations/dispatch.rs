@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use super::{Conductor, NoDriver};
-use crate::certificates::ClusterCas;
-use crate::drivers::{CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
+use crate::drivers::{CreateGiven, CreateOutcome, Driver, DriverError, Progress, ResizeRequest};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::store::operations::{OpKind, OpPayload, Operation};
 
@@ -119,7 +118,7 @@ pub enum Done {
 pub async fn call_driver(
     s: &Subject,
     op: &Operation,
-    cas: Option<&ClusterCas>,
+    given: &CreateGiven<'_>,
 ) -> Result<Done, DriverError> {
     let d = &s.driver;
     let ng = || {
@@ -133,7 +132,7 @@ pub async fn call_driver(
                 DriverError::rejected("a cluster create was loaded without its template")
             })?;
             Done::Created(
-                d.create_cluster(&s.cluster, template, &s.nodegroups, cas)
+                d.create_cluster(&s.cluster, template, &s.nodegroups, given)
                     .await?,
             )
         }

@@ -21,6 +21,7 @@
 pub mod certificates;
 pub mod cluster_driver;
 pub mod conductor;
+pub mod credentials;
 pub mod dispatch;
 pub mod handle;
 pub mod outcome;

@@ -6,10 +6,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::certificates::Made;
+use super::credentials::Credential;
 use super::dispatch::{call_driver, load};
 use super::outcome;
 use super::Conductor;
-use crate::drivers::DriverError;
+use crate::drivers::{CreateGiven, DriverError};
 use crate::model::Cluster;
 use crate::store::operations::{OpKind, OpState, Operation};
 
@@ -160,6 +161,7 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
     // Magnum's conductor makes the cluster's certificates before the driver creates it;
     // the driver gets them opened (the ClusterAPI driver hands them to Cluster API).
     let mut cas = None;
+    let mut credential = None;
     if op.kind() == OpKind::CreateCluster {
         let failure = match super::certificates::ensure_for_create(state, &subject.cluster).await? {
             Made::Ready => {
@@ -178,8 +180,27 @@ pub(super) async fn process(state: &Conductor, op: Operation) -> Result<(), sqlx
         if let Some(reason) = failure {
             return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await;
         }
+        // Then the cluster's application credential, for a driver that reaches the cloud
+        // with one (made with the creating user's token, which the API kept).
+        match super::credentials::ensure_for_create(state, &subject.cluster, &*subject.driver)
+            .await?
+        {
+            Credential::NotNeeded => {}
+            Credential::Ready(made) => credential = Some(made),
+            Credential::ClusterGone => return outcome::gone(state, &op, OpState::Running).await,
+            Credential::Failed(reason) => {
+                return outcome::fail(state, &op, Some(&subject), &reason, OpState::Running).await
+            }
+            Credential::Unavailable(reason) => {
+                return retry_later(state, &op, &subject, &DriverError::transient(reason)).await
+            }
+        }
     }
-    let outcome = call_driver(&subject, &op, cas.as_ref()).await;
+    let given = CreateGiven {
+        cas: cas.as_ref(),
+        credential: credential.as_ref(),
+    };
+    let outcome = call_driver(&subject, &op, &given).await;
     match outcome {
         Ok(done) => {
             if op.kind() == OpKind::Rollback {

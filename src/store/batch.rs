@@ -4,6 +4,7 @@
 //! ([`Refused`]) writes nothing.
 
 use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
+use super::cluster_credentials::{delete_credential_on, insert_token_on, KeptToken};
 use super::clusters::insert_cluster_on;
 use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
@@ -73,6 +74,8 @@ enum Step {
     DeleteTemplate(String),
     /// A cluster's certificates and its refs to them (once).
     InsertCertificates(Box<NewCertificates>),
+    /// The create request's token, kept until the cluster's credential is made.
+    KeepToken(Box<KeptToken>),
 }
 
 /// What a committed batch read under its locks.
@@ -195,6 +198,13 @@ impl Batch {
 
     pub fn insert_cluster(mut self, c: Cluster) -> Self {
         self.steps.push(Step::InsertCluster(Box::new(c)));
+        self
+    }
+
+    /// Keeps the create request's token until the worker has made the cluster's
+    /// application credential with it ([`super::cluster_credentials`]).
+    pub fn keep_token_for_credential(mut self, kept: KeptToken) -> Self {
+        self.steps.push(Step::KeepToken(Box::new(kept)));
         self
     }
 
@@ -402,6 +412,7 @@ impl Store {
                     .await?;
                 }
                 Step::InsertCluster(c) => insert_cluster_on(&mut tx, c, &written).await?,
+                Step::KeepToken(kept) => insert_token_on(&mut tx, kept, &written).await?,
                 Step::InsertCertificates(new) => {
                     insert_certificates_on(&mut tx, new, &written).await?;
                 }
@@ -438,6 +449,7 @@ impl Store {
                 }
                 Step::DeleteCluster(uuid) => {
                     delete_certificates_on(&mut tx, uuid).await?;
+                    delete_credential_on(&mut tx, uuid).await?;
                     stmt("DELETE FROM nodegroup WHERE cluster_id = ?")
                         .bind(uuid.as_str())
                         .execute(&mut tx)

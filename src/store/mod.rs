@@ -6,6 +6,7 @@
 pub mod backend_clusters;
 pub mod batch;
 mod changes;
+pub mod cluster_credentials;
 pub mod clusters;
 pub mod federations;
 pub mod guard;

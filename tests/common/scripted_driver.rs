@@ -107,7 +107,7 @@ impl Lifecycle for ScriptedDriver {
         cluster: &Cluster,
         _template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
-        _cas: Option<&magnum_rs::certificates::ClusterCas>,
+        _given: &magnum_rs::drivers::CreateGiven<'_>,
     ) -> Result<CreateOutcome, DriverError> {
         (self.on_create)(nodegroups);
         Ok(CreateOutcome {

@@ -81,6 +81,23 @@ impl Server {
         panic!("magnum-rs did not become ready: {}", self.log_text());
     }
 
+    /// Waits (at most `within`) for the process to end by itself, as an armed failpoint
+    /// ends it; its exit status.
+    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "magnum-rs still runs after {within:?}: {}",
+                self.log_text()
+            );
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
     }

@@ -12,7 +12,12 @@ use serde_json::{json, Value};
 use crate::keystone_auth::{call, magnum, Keystone, TURN};
 
 /// A Glance image demo owns, made for the test (no data: Glance keeps it `queued`).
-async fn glance_image(ks: &Keystone, token: &str, name: &str, properties: Value) -> String {
+pub(crate) async fn glance_image(
+    ks: &Keystone,
+    token: &str,
+    name: &str,
+    properties: Value,
+) -> String {
     let glance = glance_url(ks, token).await;
     let mut body = json!({"name": name, "disk_format": "raw", "container_format": "bare"});
     if let (Some(b), Some(p)) = (body.as_object_mut(), properties.as_object()) {

@@ -23,8 +23,8 @@ use magnum_rs::config::Config;
 use magnum_rs::drivers::cluster_api::driver::KubeClusterApiDriver;
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::drivers::{
-    Background, Certificates, DriverError, InFlight, Lifecycle, Progress, ReconcileFailed,
-    ResizeRequest, StackReconciler, Verdict,
+    Background, Certificates, CreateGiven, DriverError, InFlight, Lifecycle, Progress,
+    ReconcileFailed, ResizeRequest, StackReconciler, Verdict,
 };
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::store::operations::OpKind;
@@ -281,7 +281,10 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
             &cluster,
             &template,
             &[master.clone(), worker.clone()],
-            Some(&cas),
+            &CreateGiven {
+                cas: Some(&cas),
+                credential: None,
+            },
         )
         .await
         .expect("cluster create with the SA token");
@@ -308,7 +311,10 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
             &cluster,
             &template,
             &[master.clone(), worker.clone()],
-            Some(&cas),
+            &CreateGiven {
+                cas: Some(&cas),
+                credential: None,
+            },
         )
         .await
         .expect("a repeated create with the SA token");
@@ -527,7 +533,12 @@ async fn deploy_manifests_apply_and_their_service_account_can_do_what_the_driver
         .await
         .expect("driver");
     match outside
-        .create_cluster(&cluster, &template, std::slice::from_ref(&master), None)
+        .create_cluster(
+            &cluster,
+            &template,
+            std::slice::from_ref(&master),
+            &CreateGiven::default(),
+        )
         .await
     {
         Err(DriverError::Rejected(msg)) => assert!(msg.contains("forbidden"), "{msg}"),

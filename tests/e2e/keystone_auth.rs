@@ -119,9 +119,13 @@ impl Keystone {
 
 pub(crate) struct Magnum {
     pub(crate) server: Server,
-    _dir: tempfile::TempDir,
-    _db: common::TestDb,
+    dir: tempfile::TempDir,
+    pub(crate) db: common::TestDb,
+    args: Vec<String>,
 }
+
+/// The environment every magnum-rs of these tests gets: the service user's password.
+const SERVICE_PASSWORD: (&str, &str) = ("MAGNUM_RS_KEYSTONE_PASSWORD", "magnum-secret");
 
 /// magnum-rs with keystone auth on the catalog's port, a token cache of `cache_secs`, and
 /// `extra` configuration (TOML appended).
@@ -130,6 +134,17 @@ pub(crate) async fn magnum(
     cache_secs: u64,
     extra_toml: &str,
     args: &[&str],
+) -> Magnum {
+    magnum_with_env(ks, cache_secs, extra_toml, args, &[]).await
+}
+
+/// [`magnum`] with extra environment variables (failpoints).
+pub(crate) async fn magnum_with_env(
+    ks: &Keystone,
+    cache_secs: u64,
+    extra_toml: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
 ) -> Magnum {
     let db = common::fresh_database().await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -143,19 +158,32 @@ pub(crate) async fn magnum(
     )
     .expect("config");
     let cfg = cfg.to_string_lossy().into_owned();
-    let mut all = vec!["--auth", "keystone", "--config", cfg.as_str()];
-    all.extend_from_slice(args);
-    let server = Server::start_at(
-        ks.magnum_port,
-        &db.url,
-        dir.path(),
-        &all,
-        &[("MAGNUM_RS_KEYSTONE_PASSWORD", "magnum-secret")],
-    );
+    let mut all: Vec<String> = ["--auth", "keystone", "--config", cfg.as_str()]
+        .map(String::from)
+        .to_vec();
+    all.extend(args.iter().map(|a| a.to_string()));
+    let server = start(ks.magnum_port, &db.url, dir.path(), &all, env);
     Magnum {
         server,
-        _dir: dir,
-        _db: db,
+        dir,
+        db,
+        args: all,
+    }
+}
+
+fn start(port: u16, db: &str, dir: &Path, args: &[String], env: &[(&str, &str)]) -> Server {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut env = env.to_vec();
+    env.push(SERVICE_PASSWORD);
+    Server::start_at(port, db, dir, &args, &env)
+}
+
+impl Magnum {
+    /// Starts the same magnum-rs again (same port, database and configuration) once the
+    /// last one has ended, with `env` this time.
+    pub(crate) fn restart(&mut self, env: &[(&str, &str)]) {
+        let port = self.server.port;
+        self.server = start(port, &self.db.url, self.dir.path(), &self.args, env);
     }
 }
 

@@ -16,6 +16,7 @@ mod common;
 mod capi_driver;
 mod cli;
 mod cli_admin;
+mod cloud_credential;
 mod cloud_validation;
 mod deploy_rbac;
 mod keystone_auth;

@@ -20,12 +20,12 @@ use magnum_rs::openstack::{
 use magnum_rs::secret::Secret;
 use serde_json::{json, Value};
 
-struct Services {
-    keystone_url: String,
+pub(crate) struct Services {
+    pub(crate) keystone_url: String,
     seeded: Value,
 }
 
-fn services() -> Services {
+pub(crate) fn services() -> Services {
     let base = std::env::var("MAGNUM_RS_TEST_OPENSTACK").unwrap_or_else(|_| {
         panic!("MAGNUM_RS_TEST_OPENSTACK is not set: run scripts/test.sh, which starts the real OpenStack services")
     });
@@ -48,7 +48,7 @@ fn services() -> Services {
 
 /// demo's project-scoped token in project demo, with its catalog, demo's user id and the
 /// project's id.
-async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String, String) {
+pub(crate) async fn demo_token(keystone_url: &str) -> (Secret, ServiceCatalog, String, String) {
     let auth = json!({"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": "demo", "domain": {"name": "Default"}, "password": "demo-secret"}}},

@@ -24,6 +24,7 @@ use crate::model::{
     status, Cluster, ClusterTemplate, NodeGroup, RequestContext, Status, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::state::AppState;
+use crate::store::cluster_credentials::KeptToken;
 use crate::store::operations::{NewOperation, OpPayload};
 use crate::store::{Batch, Guard};
 
@@ -286,6 +287,19 @@ pub(super) async fn create_cluster(
         .insert_cluster(cluster.clone());
     for ng in nodegroups {
         batch = batch.insert_nodegroup(ng);
+    }
+    // A driver that reaches the cloud with the user's own application credential gets it
+    // made by the worker, with this request's token (kept until then).
+    if let Some(caller) = ctx
+        .caller
+        .as_ref()
+        .filter(|_| driver.uses_cloud_credential())
+    {
+        batch = batch.keep_token_for_credential(KeptToken {
+            cluster_uuid: cluster.uuid.clone(),
+            token: caller.token.clone(),
+            expires_at: caller.expires_at.map(|t| t.to_rfc3339()),
+        });
     }
     let refusing = Refusing {
         verb: "Creating",

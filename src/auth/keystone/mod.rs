@@ -38,6 +38,7 @@ const RENEW_BEFORE: Duration = Duration::from_secs(120);
 pub struct Authenticated {
     pub context: RequestContext,
     pub catalog: Arc<ServiceCatalog>,
+    pub expires_at: DateTime<Utc>,
 }
 
 /// What a token check concluded.
@@ -160,6 +161,7 @@ impl KeystoneAuth {
                             Verdict::Valid(Box::new(Authenticated {
                                 context: v.context,
                                 catalog: Arc::new(catalog),
+                                expires_at: v.expires_at,
                             })),
                             Some(v.expires_at),
                         ),
@@ -207,6 +209,7 @@ impl KeystoneAuth {
                 return Ok(Caller {
                     token: t.token.clone(),
                     catalog: t.catalog.clone(),
+                    expires_at: Some(t.expires_at),
                 });
             }
         }
@@ -214,6 +217,7 @@ impl KeystoneAuth {
         let caller = Caller {
             token: fresh.token.clone(),
             catalog: fresh.catalog.clone(),
+            expires_at: Some(fresh.expires_at),
         };
         *held = Some(fresh);
         Ok(caller)
@@ -297,6 +301,18 @@ fn unavailable(doing: &str, e: &reqwest::Error) -> AuthFailure {
 
 /// Magnum's public routes (`acl_public_routes = /, /v1`), matched like its
 /// `AuthTokenMiddleware`: on the raw path without trailing slashes, `.json` allowed.
+#[async_trait::async_trait]
+impl crate::openstack::ServiceIdentity for KeystoneAuth {
+    async fn service_caller(&self) -> Result<Caller, crate::openstack::CallError> {
+        KeystoneAuth::service_caller(self)
+            .await
+            .map_err(|e| match e {
+                AuthFailure::Unauthorized => crate::openstack::CallError::Forbidden,
+                AuthFailure::Unavailable(why) => crate::openstack::CallError::Unavailable(why),
+            })
+    }
+}
+
 pub fn is_public_path(path: &str) -> bool {
     let trimmed = path.trim_end_matches('/');
     let p = if trimmed.is_empty() { "/" } else { trimmed };
@@ -333,6 +349,7 @@ pub async fn layer(
             ctx.caller = Some(Caller {
                 token: Secret::new(token),
                 catalog: who.catalog,
+                expires_at: Some(who.expires_at),
             });
             req.extensions_mut().insert(ctx);
             next.run(req).await

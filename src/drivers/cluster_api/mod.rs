@@ -8,6 +8,7 @@
 pub mod ca;
 pub mod cache;
 pub mod client;
+pub mod cloud;
 pub mod cloud_config;
 pub mod controller;
 pub mod driver;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::allows::ClusterApiAllows;
 use super::record_only::RecordOnlyDriver;
 use super::{Driver, Triple};
+use crate::openstack::CloudAccess;
 
 /// Configuration of the ClusterAPI driver.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -60,6 +62,12 @@ pub struct ClusterApiConfig {
     pub lease_name: String,
     /// Seconds a leader holds the Lease without renewing it.
     pub lease_duration_seconds: u64,
+    /// The CA bundle CAPO verifies the cloud with, written into each cluster's
+    /// `<stack>-cloud-config` (magnum-cluster-api's `[capi_client] ca_file`); none: the
+    /// system's bundle.
+    pub cloud_ca_file: Option<PathBuf>,
+    /// CAPO does not verify the cloud's certificates (`[capi_client] insecure`).
+    pub cloud_insecure: bool,
 }
 
 /// One management cluster. A template picks one with the label `capi_management_cluster`;
@@ -100,6 +108,8 @@ impl Default for ClusterApiConfig {
             leader_election: true,
             lease_name: "magnum-rs".into(),
             lease_duration_seconds: 15,
+            cloud_ca_file: None,
+            cloud_insecure: false,
         }
     }
 }
@@ -117,12 +127,24 @@ pub fn record_only(config: &ClusterApiConfig) -> RecordOnlyDriver {
 pub async fn build(
     config: &ClusterApiConfig,
     journal: Option<PathBuf>,
+    cloud: Option<CloudAccess>,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     if config.management_clusters.is_empty() {
         return Ok(Arc::new(record_only(config).with_journal(journal)));
     }
+    let cloud = cloud
+        .map(|access| {
+            cloud::CloudSide::new(
+                access,
+                config.cloud_ca_file.as_deref(),
+                config.cloud_insecure,
+            )
+        })
+        .transpose()?;
     Ok(Arc::new(
-        driver::KubeClusterApiDriver::connect(config).await?,
+        driver::KubeClusterApiDriver::connect(config)
+            .await?
+            .with_cloud(cloud),
     ))
 }
 

@@ -8,13 +8,12 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
 use super::{generation_of, ng_ref, KubeClusterApiDriver};
-use crate::certificates::ClusterCas;
 use crate::drivers::cluster_api::ca;
 use crate::drivers::cluster_api::client::{delete_secrets, kube_error, ManagementCluster};
 use crate::drivers::cluster_api::cloud_config;
 use crate::drivers::cluster_api::topology;
 use crate::drivers::{
-    CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
+    CreateGiven, CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
 };
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
@@ -25,16 +24,25 @@ impl Lifecycle for KubeClusterApiDriver {
         cluster: &Cluster,
         template: &ClusterTemplate,
         nodegroups: &[NodeGroup],
-        cas: Option<&ClusterCas>,
+        given: &CreateGiven<'_>,
     ) -> Result<CreateOutcome, DriverError> {
         let mc = self.management_for(cluster)?;
         let stack = match cluster.stack_id.clone().filter(|s| !s.is_empty()) {
             Some(stack) => stack,
             None => self.backend_name(mc, &cluster.uuid).await?,
         };
-        // Magnum's CAs first: the control plane makes its own when it finds none.
-        if let Some(cas) = cas {
+        // What the Cluster needs, before it: Magnum's CAs (the control plane makes its own
+        // when it finds none), then the cloud configuration with the cluster's credential
+        // and the server groups (magnum-cluster-api writes the cloud configuration before
+        // the CAs; nothing reads either before the Cluster exists).
+        let cloud = self.cloud.as_ref().zip(given.credential);
+        if let Some(cas) = given.cas {
             ca::write_cas(mc, &stack, cas).await?;
+        }
+        if let Some((cloud, credential)) = cloud {
+            cloud
+                .prepare(mc, &stack, cluster, nodegroups, credential)
+                .await?;
         }
         let body = topology::cluster_object(
             &stack,
@@ -108,7 +116,17 @@ impl Lifecycle for KubeClusterApiDriver {
             .map(|suffix| format!("{stack}-{suffix}"))
             .collect();
         names.push(cloud_config::secret_name(stack));
+        // The cloud's side first: the cloud-config Secret holds the credential until the
+        // credential itself is gone.
+        if let Some(cloud) = &self.cloud {
+            cloud.clean_up(stack, cluster).await?;
+            crate::failpoint::hit("cloud-cleaned-up");
+        }
         delete_secrets(mc, &names).await
+    }
+
+    fn uses_cloud_credential(&self) -> bool {
+        self.cloud.is_some()
     }
 
     async fn resize(

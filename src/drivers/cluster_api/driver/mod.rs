@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::cache::StackCache;
 use super::client::{self, kube_error, ManagementCluster};
+use super::cloud::CloudSide;
 use super::controller::Running;
 use super::topology::{self, Resources, TopologyDefaults};
 use super::ClusterApiConfig;
@@ -50,6 +51,8 @@ pub struct KubeClusterApiDriver {
     running: Mutex<Vec<Running>>,
     election: Option<super::leader::LeaseConfig>,
     leadership: Mutex<Option<std::sync::Arc<super::leader::Election>>>,
+    /// The cloud the clusters run on (keystone auth mode): credential, server groups.
+    cloud: Option<CloudSide>,
 }
 
 impl KubeClusterApiDriver {
@@ -88,7 +91,14 @@ impl KubeClusterApiDriver {
                 }
             }),
             leadership: Mutex::new(None),
+            cloud: None,
         }
+    }
+
+    /// The same driver, keeping clusters' cloud resources with `cloud`.
+    pub fn with_cloud(mut self, cloud: Option<CloudSide>) -> Self {
+        self.cloud = cloud;
+        self
     }
 
     /// The management cluster of a Magnum cluster (label `capi_management_cluster`).

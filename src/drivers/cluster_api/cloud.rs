@@ -1,0 +1,222 @@
+//! What the ClusterAPI driver keeps in the cloud for a cluster, as magnum-cluster-api keeps
+//! it: before the Cluster, the `<stack>-cloud-config` Secret with the cluster's application
+//! credential (how CAPO reaches OpenStack) and the Nova server groups `<stack>` (control
+//! plane) and `<stack>-<nodegroup>` (each worker nodegroup), made as the credential; once
+//! the Cluster is gone, the groups and the credential deleted as magnum-rs's service user
+//! (the user's token is long gone by then). Every step finds what a run before a crash made.
+
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use kube::api::PostParams;
+use kube::Api;
+
+use super::client::{kube_error, ManagementCluster};
+use super::cloud_config::{self, CloudConfig};
+use crate::drivers::DriverError;
+use crate::model::{Cluster, NodeGroup};
+use crate::openstack::application_credentials::{self, MadeCredential};
+use crate::openstack::lookups::LookupError;
+use crate::openstack::{server_groups, CallError, CloudAccess};
+
+/// Where the system keeps its CA bundle (Debian's, which certifi's mirrors), for a cloud
+/// configured with no `cloud_ca_file`.
+const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The driver's way to the cloud (keystone auth mode only).
+#[derive(Clone, Debug)]
+pub struct CloudSide {
+    access: CloudAccess,
+    /// What `cacert` holds: the configured bundle, else the system's.
+    ca_bundle: String,
+    /// Whether CAPO verifies the cloud's certificates.
+    verify: bool,
+}
+
+/// The server group of the control plane and of each worker nodegroup, with the policies
+/// of its `server_group_policies` label (the cluster's for the control plane).
+pub fn server_group_names(
+    stack: &str,
+    cluster: &Cluster,
+    nodegroups: &[NodeGroup],
+) -> Vec<(String, Vec<String>)> {
+    let policies = |labels: Option<&serde_json::Map<String, serde_json::Value>>| {
+        server_groups::policies_of_label(
+            labels
+                .and_then(|l| l.get("server_group_policies"))
+                .and_then(serde_json::Value::as_str),
+        )
+    };
+    let mut groups = vec![(stack.to_string(), policies(cluster.labels.as_ref()))];
+    for ng in nodegroups.iter().filter(|ng| !ng.is_master()) {
+        let labels = ng.labels.as_ref().or(cluster.labels.as_ref());
+        groups.push((format!("{stack}-{}", ng.name), policies(labels)));
+    }
+    groups
+}
+
+impl CloudSide {
+    /// `ca_file`: the bundle CAPO verifies the cloud with (magnum-cluster-api's
+    /// `[capi_client] ca_file`); `insecure`: CAPO does not verify.
+    pub fn new(
+        access: CloudAccess,
+        ca_file: Option<&Path>,
+        insecure: bool,
+    ) -> anyhow::Result<Self> {
+        let ca_bundle = match ca_file {
+            Some(path) => std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot read [drivers.cluster_api] cloud_ca_file {}: {e}",
+                    path.display()
+                )
+            })?,
+            None => std::fs::read_to_string(SYSTEM_CA_BUNDLE).unwrap_or_default(),
+        };
+        Ok(CloudSide {
+            access,
+            ca_bundle,
+            verify: !insecure,
+        })
+    }
+
+    /// The cloud-config Secret and the server groups, before the Cluster.
+    pub async fn prepare(
+        &self,
+        mc: &ManagementCluster,
+        stack: &str,
+        cluster: &Cluster,
+        nodegroups: &[NodeGroup],
+        credential: &MadeCredential,
+    ) -> Result<(), DriverError> {
+        let auth_url = self.access.identity_url().await.map_err(unavailable)?;
+        let config = CloudConfig {
+            auth_url: &auth_url,
+            region_name: self.access.cloud.region(),
+            interface: self.access.cloud.interface().as_str(),
+            verify: self.verify,
+            credential_id: &credential.id,
+            credential_secret: &credential.secret,
+            cacert: &self.ca_bundle,
+        };
+        let secret = cloud_config::secret(stack, &mc.namespace, &cluster.uuid, &config);
+        let api: Api<KubeSecret> = Api::namespaced(mc.client.clone(), &mc.namespace);
+        match api.create(&PostParams::default(), &secret).await {
+            // One the run before a crash wrote holds the same stored credential.
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+            Err(e) => {
+                let name = cloud_config::secret_name(stack);
+                return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace)));
+            }
+        }
+        let caller = self
+            .access
+            .as_credential(&credential.id, &credential.secret)
+            .await
+            .map_err(|e| match e {
+                CallError::Forbidden => {
+                    DriverError::rejected("Keystone refused the cluster's application credential")
+                }
+                other => unavailable(other),
+            })?;
+        let session = caller.session(&self.access.cloud);
+        for (name, policies) in server_group_names(stack, cluster, nodegroups) {
+            server_groups::ensure(&session, &name, None, &policies)
+                .await
+                .map_err(|e| looked_up("make the server group", &name, e))?;
+        }
+        Ok(())
+    }
+
+    /// The server groups and the credential, once the Cluster is gone, as the service user
+    /// (across projects, only the cluster's project's groups).
+    pub async fn clean_up(&self, stack: &str, cluster: &Cluster) -> Result<(), DriverError> {
+        let caller = self.access.as_service().await.map_err(unavailable)?;
+        let session = caller.session(&self.access.cloud);
+        let project = cluster.project_id.as_deref();
+        let prefix = format!("{stack}-");
+        let groups = server_groups::list(&session, project, true)
+            .await
+            .map_err(|e| looked_up("list the server groups", stack, e))?;
+        for g in groups
+            .iter()
+            .filter(|g| g.name == stack || g.name.starts_with(&prefix))
+        {
+            server_groups::delete_id(&session, &g.id)
+                .await
+                .map_err(|e| looked_up("delete the server group", &g.name, e))?;
+        }
+        let user = cluster.user_id.as_deref().unwrap_or_default();
+        application_credentials::delete(&session, user, &cluster.uuid)
+            .await
+            .map_err(|e| looked_up("delete the application credential", &cluster.uuid, e))
+    }
+}
+
+fn unavailable(e: CallError) -> DriverError {
+    DriverError::transient(format!("the cloud cannot be reached: {e}"))
+}
+
+/// A look-up's failure: passing when the service could not answer, else refused.
+fn looked_up(what: &str, name: &str, e: LookupError) -> DriverError {
+    match e {
+        LookupError::Unavailable(why) => {
+            DriverError::transient(format!("cannot {what} {name}: {why}"))
+        }
+        LookupError::Duplicate => {
+            DriverError::rejected(format!("cannot {what} {name}: several have that name"))
+        }
+        other => DriverError::rejected(format!("cannot {what} {name}: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn labels(v: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+        v.as_object().cloned()
+    }
+
+    #[test]
+    fn one_group_for_the_control_plane_and_one_per_worker_nodegroup() {
+        let cluster = Cluster {
+            labels: labels(json!({"server_group_policies": "anti-affinity"})),
+            ..Cluster::default()
+        };
+        let ng = |name: &str, role: &str, l: Option<serde_json::Value>| NodeGroup {
+            name: name.into(),
+            role: Some(role.into()),
+            labels: l.and_then(labels),
+            ..NodeGroup::default()
+        };
+        let groups = server_group_names(
+            "kube-abcde",
+            &cluster,
+            &[
+                ng("default-master", "master", None),
+                ng("default-worker", "worker", None),
+                ng(
+                    "gpu",
+                    "worker",
+                    Some(json!({"server_group_policies": "soft-affinity"})),
+                ),
+            ],
+        );
+        assert_eq!(
+            groups,
+            vec![
+                ("kube-abcde".to_string(), vec!["anti-affinity".to_string()]),
+                (
+                    "kube-abcde-default-worker".to_string(),
+                    vec!["anti-affinity".to_string()]
+                ),
+                (
+                    "kube-abcde-gpu".to_string(),
+                    vec!["soft-affinity".to_string()]
+                ),
+            ]
+        );
+    }
+}
