@@ -238,9 +238,9 @@ fn neutron_answer(
 /// be asked (503), or it refused the user (Magnum: 500; here 400 saying so).
 fn failed(service: &str, e: LookupError) -> ApiError {
     match e {
-        LookupError::Forbidden => ApiError::InvalidParameterValue(format!(
-            "{service} refused the look-up as the requesting user (not authorized)"
-        )),
+        LookupError::Forbidden | LookupError::Refused(_) => ApiError::InvalidParameterValue(
+            format!("{service} refused the look-up as the requesting user (not authorized)"),
+        ),
         LookupError::Unavailable(why) => ApiError::ServiceUnavailable(why),
         LookupError::NotFound | LookupError::Duplicate => {
             ApiError::ServiceUnavailable(format!("{service} answered what cannot be used: {e}"))

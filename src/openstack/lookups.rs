@@ -19,6 +19,9 @@ pub enum LookupError {
     Duplicate,
     #[error("not authorized")]
     Forbidden,
+    /// A change the service refused, with its reason.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Unavailable(String),
 }
@@ -29,6 +32,7 @@ impl From<CallError> for LookupError {
             CallError::NotFound => LookupError::NotFound,
             CallError::Forbidden => LookupError::Forbidden,
             CallError::Conflict => LookupError::Duplicate,
+            CallError::Refused(why) => LookupError::Refused(why),
             other => LookupError::Unavailable(other.to_string()),
         }
     }

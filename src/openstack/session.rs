@@ -58,6 +58,9 @@ pub enum CallError {
     /// 409: it exists already, or is in use.
     #[error("conflict")]
     Conflict,
+    /// 403 to a change, with the service's reason (a quota, a policy).
+    #[error("{0}")]
+    Refused(String),
     /// The catalog has no endpoint for the service.
     #[error("no {0} endpoint in the catalog")]
     NoEndpoint(&'static str),
@@ -174,6 +177,19 @@ impl Cloud {
     }
 }
 
+/// The message of a refusal's body, as the services write it (`{"forbidden": {"message"}}`
+/// from Nova, `{"error": {"message"}}` from Keystone, `{"NeutronError": {"message"}}`),
+/// at most 500 characters.
+fn refusal_message(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let message = v
+        .as_object()?
+        .values()
+        .find_map(|inner| inner.get("message").and_then(Value::as_str))?;
+    let message: String = message.chars().take(500).collect();
+    Some(message).filter(|m| !m.trim().is_empty())
+}
+
 /// An answer's body, at most [`MAX_BODY`] bytes whatever the length it announces.
 async fn read_bounded(mut resp: reqwest::Response, service: Service) -> Result<Vec<u8>, CallError> {
     let mut bytes = Vec::new();
@@ -283,6 +299,14 @@ impl Session<'_> {
         match resp.status() {
             s if s.is_success() => {}
             StatusCode::NOT_FOUND => return Err(CallError::NotFound),
+            // A refused change says why (Nova's quota, Keystone's policy): kept.
+            StatusCode::FORBIDDEN if method != Method::GET => {
+                let bytes = read_bounded(resp, service).await.unwrap_or_default();
+                return Err(match refusal_message(&bytes) {
+                    Some(why) => CallError::Refused(format!("{} refused: {why}", service.name())),
+                    None => CallError::Forbidden,
+                });
+            }
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => return Err(CallError::Forbidden),
             StatusCode::CONFLICT => return Err(CallError::Conflict),
             s => {
@@ -356,6 +380,16 @@ pub(super) mod tests {
                 get(|| async { axum::http::StatusCode::SERVICE_UNAVAILABLE }),
             )
             .route(
+                "/v2/images/quota",
+                axum::routing::post(|| async {
+                    (
+                        axum::http::StatusCode::FORBIDDEN,
+                        axum::Json(json!({"forbidden": {"code": 403,
+                            "message": "Quota exceeded, too many server groups."}})),
+                    )
+                }),
+            )
+            .route(
                 "/v2/images/slow",
                 get(|| async {
                     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -377,6 +411,14 @@ pub(super) mod tests {
         assert_eq!(
             s.get(Service::Image, "/v2/images/hidden", &[], &[]).await,
             Err(CallError::Forbidden)
+        );
+        assert_eq!(
+            s.post(Service::Image, "/v2/images/quota", &[], &json!({}))
+                .await,
+            Err(CallError::Refused(
+                "glance refused: Quota exceeded, too many server groups.".into()
+            )),
+            "a refused change says why"
         );
         assert_eq!(
             s.get(Service::Image, "/v2/images/broken", &[], &[]).await,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Secret as KubeSecret};
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::openstack::{application_credentials, server_groups, Cloud, Interface};
@@ -214,6 +214,56 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
         assert_eq!(g.policies, vec!["anti-affinity".to_string()], "{name}");
     }
 
+    // A nodegroup added later gets its own group, made as the credential the cluster's
+    // cloud-config holds, with the nodegroup's policy. (Magnum adds nodegroups to a cluster
+    // with an API address: the infrastructure provider's part, played here.)
+    clusters
+        .patch(
+            &stack,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"controlPlaneEndpoint":
+                {"host": "203.0.113.10", "port": 6443}}})),
+        )
+        .await
+        .expect("endpoint");
+    wait_for(port, &demo, &path, "the API address", |s, b| {
+        s == 200 && b["api_address"].is_string()
+    })
+    .await;
+    let ng = call(
+        port,
+        "POST",
+        &format!("{path}/nodegroups"),
+        Some(&demo),
+        Some(json!({"name": "gpu", "node_count": 1,
+                    "labels": {"server_group_policies": "soft-affinity"}})),
+    )
+    .await;
+    assert_eq!(ng.status, 202, "{}", ng.body);
+    let gpu = format!("{stack}-gpu");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let group = loop {
+        if let Some(g) = server_groups::find(&s, &gpu, None, false)
+            .await
+            .expect("nova answers")
+        {
+            break g;
+        }
+        if Instant::now() >= deadline {
+            let ng = call(
+                port,
+                "GET",
+                &format!("{path}/nodegroups/gpu"),
+                Some(&demo),
+                None,
+            )
+            .await;
+            panic!("no server group {gpu}; the nodegroup: {}", ng.body);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(group.policies, vec!["soft-affinity".to_string()]);
+
     // Deleted: the Cluster goes at once (no controllers), then everything beside it.
     let d = call(port, "DELETE", &path, Some(&demo), None).await;
     assert_eq!(d.status, 204, "{}", d.body);
@@ -228,7 +278,7 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
         None,
         "the credential is deleted"
     );
-    for name in [stack.clone(), format!("{stack}-default-worker")] {
+    for name in [stack.clone(), format!("{stack}-default-worker"), gpu] {
         assert_eq!(
             server_groups::find(&s, &name, None, false)
                 .await

@@ -113,14 +113,44 @@ impl CloudSide {
             .access
             .as_credential(&credential.id, &credential.secret)
             .await
-            .map_err(|e| match e {
-                CallError::Forbidden => {
-                    DriverError::rejected("Keystone refused the cluster's application credential")
-                }
-                other => unavailable(other),
-            })?;
+            .map_err(refused_credential)?;
         let session = caller.session(&self.access.cloud);
         for (name, policies) in server_group_names(stack, cluster, nodegroups) {
+            server_groups::ensure(&session, &name, None, &policies)
+                .await
+                .map_err(|e| looked_up("make the server group", &name, e))?;
+        }
+        Ok(())
+    }
+
+    /// The server group of a nodegroup added to the cluster `stack` (magnum-cluster-api's
+    /// `ensure_worker_server_group`), made as the credential of the cluster's
+    /// `<stack>-cloud-config` Secret (whoever created the cluster: magnum-rs or
+    /// magnum-cluster-api); nothing for a cluster without one (created without a cloud).
+    pub async fn prepare_nodegroup(
+        &self,
+        mc: &ManagementCluster,
+        stack: &str,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<(), DriverError> {
+        let name = cloud_config::secret_name(stack);
+        let api: Api<KubeSecret> = Api::namespaced(mc.client.clone(), &mc.namespace);
+        let secret = api
+            .get_opt(&name)
+            .await
+            .map_err(|e| kube_error(e, &format!("Secret {}/{name}", mc.namespace)))?;
+        let Some(credential) = secret.as_ref().and_then(cloud_config::credential_of) else {
+            return Ok(());
+        };
+        let caller = self
+            .access
+            .as_credential(&credential.id, &credential.secret)
+            .await
+            .map_err(refused_credential)?;
+        let session = caller.session(&self.access.cloud);
+        let groups = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
+        for (name, policies) in groups.into_iter().skip(1) {
             server_groups::ensure(&session, &name, None, &policies)
                 .await
                 .map_err(|e| looked_up("make the server group", &name, e))?;
@@ -150,6 +180,15 @@ impl CloudSide {
         application_credentials::delete(&session, user, &cluster.uuid)
             .await
             .map_err(|e| looked_up("delete the application credential", &cluster.uuid, e))
+    }
+}
+
+fn refused_credential(e: CallError) -> DriverError {
+    match e {
+        CallError::Forbidden => {
+            DriverError::rejected("Keystone refused the cluster's application credential")
+        }
+        other => unavailable(other),
     }
 }
 

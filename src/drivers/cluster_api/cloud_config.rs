@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::api::ObjectMeta;
 use serde_json::json;
 
+use crate::openstack::application_credentials::MadeCredential;
 use crate::secret::Secret;
 
 /// The label magnum-cluster-api puts on a cluster's objects.
@@ -79,6 +80,18 @@ pub fn secret(stack: &str, namespace: &str, cluster_uuid: &str, c: &CloudConfig<
     }
 }
 
+/// The application credential a `<stack>-cloud-config` Secret holds (cloud `default` of its
+/// `clouds.yaml`); `None` when it holds none.
+pub fn credential_of(secret: &KubeSecret) -> Option<MadeCredential> {
+    let yaml = secret.data.as_ref()?.get("clouds.yaml")?;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&yaml.0).ok()?;
+    let auth = doc.get("clouds")?.get("default")?.get("auth")?;
+    Some(MadeCredential {
+        id: auth.get("application_credential_id")?.as_str()?.to_string(),
+        secret: Secret::new(auth.get("application_credential_secret")?.as_str()?),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +156,30 @@ mod tests {
         let data = k.string_data.expect("data");
         assert_eq!(data.keys().collect::<Vec<_>>(), ["cacert", "clouds.yaml"]);
         assert!(data["clouds.yaml"].contains("application_credential_secret: shh"));
+    }
+
+    #[test]
+    fn the_credential_is_read_back_from_the_secret_written_and_none_from_others() {
+        let s = Secret::new("s3cret");
+        let mut written = secret("kube-abcde", "ns", "u", &config(&s));
+        // The API server keeps `stringData` as `data`.
+        written.data = written.string_data.take().map(|m| {
+            m.into_iter()
+                .map(|(k, v)| (k, k8s_openapi::ByteString(v.into_bytes())))
+                .collect()
+        });
+        let read = credential_of(&written).expect("a credential");
+        assert_eq!(read.id, "c0ffee");
+        assert_eq!(read.secret.expose(), "s3cret");
+        assert!(credential_of(&KubeSecret::default()).is_none());
+        let mut other = written.clone();
+        other.data = Some(BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            k8s_openapi::ByteString(b"clouds: {default: {auth: {username: demo}}}".to_vec()),
+        )]));
+        assert!(
+            credential_of(&other).is_none(),
+            "a password cloud is no credential"
+        );
     }
 }

@@ -86,6 +86,15 @@ impl Lifecycle for KubeClusterApiDriver {
     async fn delete_cluster(&self, cluster: &Cluster) -> Result<Progress, DriverError> {
         let mc = self.management_for(cluster)?;
         let Some(stack) = cluster.stack_id.clone().filter(|s| !s.is_empty()) else {
+            // A create that failed before its Cluster was made may have left its Secrets,
+            // server groups and credential under the name it had chosen: the same name
+            // again (derived from the uuid, skipping names other clusters hold).
+            let stack = self.backend_name(mc, &cluster.uuid).await?;
+            let named = Cluster {
+                stack_id: Some(stack),
+                ..cluster.clone()
+            };
+            self.clean_up_deleted(&named).await?;
             return Ok(Progress::Complete);
         };
         match self
@@ -302,6 +311,11 @@ impl Lifecycle for KubeClusterApiDriver {
     ) -> Result<Progress, DriverError> {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
+        if let Some(cloud) = &self.cloud {
+            cloud
+                .prepare_nodegroup(mc, &stack, cluster, nodegroup)
+                .await?;
+        }
         let entry = topology::worker_entry(nodegroup, &self.defaults.worker_class, false);
         let wait = self
             .patch_workers(mc, &stack, None, |c| {
