@@ -85,6 +85,16 @@ pub trait Lifecycle: Send + Sync {
         Ok(())
     }
 
+    /// What is left once a deleted nodegroup's machines are gone (magnum-cluster-api deletes
+    /// its server group then); the same contract as [`Lifecycle::clean_up_deleted`].
+    async fn clean_up_deleted_nodegroup(
+        &self,
+        _cluster: &Cluster,
+        _nodegroup: &NodeGroup,
+    ) -> Result<(), DriverError> {
+        Ok(())
+    }
+
     async fn resize(
         &self,
         cluster: &Cluster,

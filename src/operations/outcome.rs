@@ -325,6 +325,9 @@ pub async fn fail(
             }
         }
     }
+    if kind == OpKind::CreateCluster {
+        batch = batch.clear_credential_token(&op.cluster_uuid);
+    }
     let batch = batch.transition_failed(op.id, from, reason);
     match store.commit(batch).await? {
         Ok(committed) => {

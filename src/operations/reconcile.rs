@@ -215,23 +215,32 @@ async fn judge(
         // Not known yet (the view has not listed): its listing triggers the next look.
         Verdict::Unknown => Ok(None),
         Verdict::Complete => {
-            if op.kind() == OpKind::DeleteCluster {
-                if let Err(e) = subject.driver.clean_up_deleted(&subject.cluster).await {
-                    // The backend's cluster is gone, what it left is not yet: the delete
-                    // waits, and it is tried again until the operation's deadline.
-                    let why = format!("cleaning up after the deleted cluster: {e}");
-                    if deadline_passed(op) {
-                        metrics::reconcile_write("fail");
-                        return outcome::fail(state, op, Some(&subject), &why, W)
-                            .await
-                            .map(|()| None);
-                    }
-                    show_reason(state, &subject, Some(why)).await?;
-                    return Ok(Some(
-                        chrono::Utc::now().naive_utc()
-                            + chrono::Duration::seconds(CLEAN_UP_RETRY_SECS),
-                    ));
+            let (driver, cluster) = (&subject.driver, &subject.cluster);
+            let cleaned = match (op.kind(), &subject.nodegroup) {
+                (OpKind::DeleteCluster, _) => {
+                    Some(("cluster", driver.clean_up_deleted(cluster).await))
                 }
+                (OpKind::DeleteNodeGroup, Some(ng)) => Some((
+                    "nodegroup",
+                    driver.clean_up_deleted_nodegroup(cluster, ng).await,
+                )),
+                _ => None,
+            };
+            if let Some((what, Err(e))) = cleaned {
+                // The backend's cluster (nodegroup) is gone, what it left is not yet:
+                // the delete waits, and it is tried again until the operation's
+                // deadline.
+                let why = format!("cleaning up after the deleted {what}: {e}");
+                if deadline_passed(op) {
+                    metrics::reconcile_write("fail");
+                    return outcome::fail(state, op, Some(&subject), &why, W)
+                        .await
+                        .map(|()| None);
+                }
+                show_reason(state, &subject, Some(why)).await?;
+                return Ok(Some(
+                    chrono::Utc::now().naive_utc() + chrono::Duration::seconds(CLEAN_UP_RETRY_SECS),
+                ));
             }
             observe_lag(op, "complete");
             metrics::reconcile_write("finish");

@@ -4,7 +4,9 @@
 //! ([`Refused`]) writes nothing.
 
 use super::changes::{cluster_columns, nodegroup_columns, ClusterSet, NodeGroupSet};
-use super::cluster_credentials::{delete_credential_on, insert_token_on, KeptToken};
+use super::cluster_credentials::{
+    clear_token_on, delete_credential_on, insert_token_on, KeptToken,
+};
 use super::clusters::insert_cluster_on;
 use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
@@ -76,6 +78,8 @@ enum Step {
     InsertCertificates(Box<NewCertificates>),
     /// The create request's token, kept until the cluster's credential is made.
     KeepToken(Box<KeptToken>),
+    /// That token cleared (a create that ended without using it).
+    ClearToken(String),
 }
 
 /// What a committed batch read under its locks.
@@ -205,6 +209,13 @@ impl Batch {
     /// application credential with it ([`super::cluster_credentials`]).
     pub fn keep_token_for_credential(mut self, kept: KeptToken) -> Self {
         self.steps.push(Step::KeepToken(Box::new(kept)));
+        self
+    }
+
+    /// Clears the token a failed create kept for its credential: nothing kept outlives
+    /// its use.
+    pub fn clear_credential_token(mut self, cluster_uuid: &str) -> Self {
+        self.steps.push(Step::ClearToken(cluster_uuid.to_string()));
         self
     }
 
@@ -413,6 +424,7 @@ impl Store {
                 }
                 Step::InsertCluster(c) => insert_cluster_on(&mut tx, c, &written).await?,
                 Step::KeepToken(kept) => insert_token_on(&mut tx, kept, &written).await?,
+                Step::ClearToken(uuid) => clear_token_on(&mut tx, uuid).await?,
                 Step::InsertCertificates(new) => {
                     insert_certificates_on(&mut tx, new, &written).await?;
                 }

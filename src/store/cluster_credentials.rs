@@ -47,6 +47,21 @@ pub(crate) async fn insert_token_on(
     Ok(())
 }
 
+const CLEAR_TOKEN: &str = "UPDATE magnum_rs_cluster_credential SET user_token = NULL, \
+                           token_expires_at = NULL WHERE cluster_uuid = ?";
+
+/// Clears the kept token (inside the batch that fails the create).
+pub(crate) async fn clear_token_on(
+    tx: &mut super::Conn,
+    cluster_uuid: &str,
+) -> Result<(), sqlx::Error> {
+    stmt(CLEAR_TOKEN)
+        .bind(cluster_uuid)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 /// Deletes the cluster's row (inside the batch that deletes the cluster's).
 pub(crate) async fn delete_credential_on(
     tx: &mut super::Conn,
@@ -119,13 +134,10 @@ impl Store {
     /// Clears the token of a create that failed before it made the credential (nothing
     /// kept outlives its use).
     pub async fn clear_credential_token(&self, cluster_uuid: &str) -> Result<(), sqlx::Error> {
-        stmt(
-            "UPDATE magnum_rs_cluster_credential SET user_token = NULL, token_expires_at = NULL \
-             WHERE cluster_uuid = ?",
-        )
-        .bind(cluster_uuid)
-        .execute(&mut self.conn().await?)
-        .await?;
+        stmt(CLEAR_TOKEN)
+            .bind(cluster_uuid)
+            .execute(&mut self.conn().await?)
+            .await?;
         Ok(())
     }
 }

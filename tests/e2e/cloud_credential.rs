@@ -263,6 +263,21 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(group.policies, vec!["soft-affinity".to_string()]);
+    // Deleted, the nodegroup's group goes once its machines are gone (none here).
+    let ng_path = format!("{path}/nodegroups/gpu");
+    let del = call(port, "DELETE", &ng_path, Some(&demo), None).await;
+    assert_eq!(del.status, 204, "{}", del.body);
+    wait_for(port, &demo, &ng_path, "the nodegroup to be gone", |s, _| {
+        s == 404
+    })
+    .await;
+    assert_eq!(
+        server_groups::find(&s, &gpu, None, false)
+            .await
+            .expect("nova answers"),
+        None,
+        "the nodegroup's server group is deleted with it"
+    );
 
     // Deleted: the Cluster goes at once (no controllers), then everything beside it.
     let d = call(port, "DELETE", &path, Some(&demo), None).await;

@@ -183,6 +183,23 @@ impl CloudSide {
     }
 }
 
+impl CloudSide {
+    /// A deleted nodegroup's server group `<stack>-<nodegroup>`, as the service user.
+    pub async fn clean_up_nodegroup(
+        &self,
+        stack: &str,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<(), DriverError> {
+        let caller = self.access.as_service().await.map_err(unavailable)?;
+        let session = caller.session(&self.access.cloud);
+        let name = format!("{stack}-{}", nodegroup.name);
+        server_groups::delete(&session, &name, cluster.project_id.as_deref(), true)
+            .await
+            .map_err(|e| looked_up("delete the server group", &name, e))
+    }
+}
+
 fn refused_credential(e: CallError) -> DriverError {
     match e {
         CallError::Forbidden => {

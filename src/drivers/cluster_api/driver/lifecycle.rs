@@ -134,6 +134,21 @@ impl Lifecycle for KubeClusterApiDriver {
         delete_secrets(mc, &names).await
     }
 
+    /// The nodegroup's server group, once its MachineDeployment is gone.
+    async fn clean_up_deleted_nodegroup(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<(), DriverError> {
+        let (Some(cloud), Some(stack)) = (
+            &self.cloud,
+            cluster.stack_id.as_deref().filter(|s| !s.is_empty()),
+        ) else {
+            return Ok(());
+        };
+        cloud.clean_up_nodegroup(stack, cluster, nodegroup).await
+    }
+
     fn uses_cloud_credential(&self) -> bool {
         self.cloud.is_some()
     }
