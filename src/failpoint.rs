@@ -10,6 +10,8 @@
 //!   stores what it waits for;
 //! - `credential-made`: Keystone made a cluster's application credential, before the store
 //!   keeps it (and clears the token that made it);
+//! - `cloud-prepared`: a ClusterAPI create wrote the CA and cloud-config Secrets and made
+//!   the server groups, before it creates the Cluster;
 //! - `cloud-cleaned-up`: a deleted ClusterAPI cluster's server groups and credential are
 //!   gone, before its Secrets are deleted and its rows go.
 //!

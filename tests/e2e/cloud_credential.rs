@@ -321,8 +321,10 @@ async fn a_process_killed_between_the_clouds_steps_ends_the_same_after_its_resta
     let os = services();
     let ks = Keystone::from_env();
     let (client, ns, kubeconfig) = kube_namespace().await;
+    // A short Lease, so that each restart leads soon after the killed process.
     let extra = format!(
         "[drivers.cluster_api]\nnamespace = \"{ns}\"\nprogress_deadline_seconds = 600\n\
+         lease_duration_seconds = 3\n\
          [[drivers.cluster_api.management_clusters]]\nname = \"test\"\nkubeconfig = \"{kubeconfig}\"\n"
     );
     let kill_at = |point: &'static str| [("MAGNUM_RS_TEST_FAILPOINTS", point)];
@@ -379,6 +381,11 @@ async fn a_process_killed_between_the_clouds_steps_ends_the_same_after_its_resta
         "not stored: the token is still kept"
     );
 
+    // Killed again once the Secrets and server groups are there, before the Cluster.
+    m.restart(&kill_at("cloud-prepared"));
+    let died = m.server.wait_exit(Duration::from_secs(60));
+    assert!(!died.success(), "aborted at cloud-prepared");
+
     m.restart(&kill_at("cloud-cleaned-up"));
     let path = format!("/v1/clusters/{uuid}");
     let shown = wait_for(port, &demo, &path, "the Cluster API name", |s, b| {
@@ -403,6 +410,11 @@ async fn a_process_killed_between_the_clouds_steps_ends_the_same_after_its_resta
         .get(&format!("{stack}-cloud-config"))
         .await
         .expect("the cloud-config Secret");
+    // One group of each name: the run after the kill found those the killed one made.
+    for name in [stack.clone(), format!("{stack}-default-worker")] {
+        let found = server_groups::find(&s, &name, None, false).await;
+        assert!(matches!(found, Ok(Some(_))), "one group {name}: {found:?}");
+    }
 
     let d = call(port, "DELETE", &path, Some(&demo), None).await;
     assert_eq!(d.status, 204, "{}", d.body);

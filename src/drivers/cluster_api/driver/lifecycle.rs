@@ -43,6 +43,7 @@ impl Lifecycle for KubeClusterApiDriver {
             cloud
                 .prepare(mc, &stack, cluster, nodegroups, credential)
                 .await?;
+            crate::failpoint::hit("cloud-prepared");
         }
         let body = topology::cluster_object(
             &stack,
