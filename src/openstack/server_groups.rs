@@ -36,17 +36,18 @@ pub struct ServerGroup {
 /// The policies a `server_group_policies` label asks for (comma separated, unknown ones
 /// dropped), else the default.
 pub fn policies_of_label(label: Option<&str>) -> Vec<String> {
+    named_policies(label).unwrap_or_else(|| vec![DEFAULT_POLICY.to_string()])
+}
+
+/// The known policies a `server_group_policies` label names; `None` when it names none.
+pub fn named_policies(label: Option<&str>) -> Option<Vec<String>> {
     let named: Vec<String> = label
         .unwrap_or_default()
         .split(',')
         .filter(|p| POLICIES.contains(p))
         .map(str::to_string)
         .collect();
-    if named.is_empty() {
-        vec![DEFAULT_POLICY.to_string()]
-    } else {
-        named
-    }
+    Some(named).filter(|n| !n.is_empty())
 }
 
 /// The groups of `project` the caller sees (every project's are listed when the caller is

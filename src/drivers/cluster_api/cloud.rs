@@ -34,23 +34,26 @@ pub struct CloudSide {
 }
 
 /// The server group of the control plane and of each worker nodegroup, with the policies
-/// of its `server_group_policies` label (the cluster's for the control plane).
+/// of its `server_group_policies` label: a nodegroup's own, else the cluster's, else the
+/// default (magnum-cluster-api's `_get_node_group_server_group_policies`).
 pub fn server_group_names(
     stack: &str,
     cluster: &Cluster,
     nodegroups: &[NodeGroup],
 ) -> Vec<(String, Vec<String>)> {
-    let policies = |labels: Option<&serde_json::Map<String, serde_json::Value>>| {
-        server_groups::policies_of_label(
+    let named = |labels: Option<&serde_json::Map<String, serde_json::Value>>| {
+        server_groups::named_policies(
             labels
                 .and_then(|l| l.get("server_group_policies"))
                 .and_then(serde_json::Value::as_str),
         )
     };
-    let mut groups = vec![(stack.to_string(), policies(cluster.labels.as_ref()))];
+    let control_plane = named(cluster.labels.as_ref())
+        .unwrap_or_else(|| vec![server_groups::DEFAULT_POLICY.to_string()]);
+    let mut groups = vec![(stack.to_string(), control_plane.clone())];
     for ng in nodegroups.iter().filter(|ng| !ng.is_master()) {
-        let labels = ng.labels.as_ref().or(cluster.labels.as_ref());
-        groups.push((format!("{stack}-{}", ng.name), policies(labels)));
+        let policies = named(ng.labels.as_ref()).unwrap_or_else(|| control_plane.clone());
+        groups.push((format!("{stack}-{}", ng.name), policies));
     }
     groups
 }
@@ -258,6 +261,7 @@ mod tests {
                     "worker",
                     Some(json!({"server_group_policies": "soft-affinity"})),
                 ),
+                ng("big", "worker", Some(json!({"kube_tag": "v1.31.0"}))),
             ],
         );
         assert_eq!(
@@ -271,6 +275,11 @@ mod tests {
                 (
                     "kube-abcde-gpu".to_string(),
                     vec!["soft-affinity".to_string()]
+                ),
+                // Labels that name no policy: the cluster's, as magnum-cluster-api.
+                (
+                    "kube-abcde-big".to_string(),
+                    vec!["anti-affinity".to_string()]
                 ),
             ]
         );
