@@ -13,6 +13,7 @@ pub mod cloud_config;
 pub mod controller;
 pub mod driver;
 pub mod leader;
+pub mod mcapi;
 pub mod progress;
 pub mod slim;
 pub mod status;
