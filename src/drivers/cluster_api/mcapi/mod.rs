@@ -3,5 +3,7 @@
 //! rules, so that magnum-rs creates the clusters mcapi creates and takes over those it runs.
 //! `labels` reads labels as mcapi reads them; `variables` gives the class's 39 variables.
 
+pub mod cluster;
 pub mod labels;
+pub mod machine_deployment;
 pub mod variables;
