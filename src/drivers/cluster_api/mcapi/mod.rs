@@ -1,7 +1,9 @@
 //! magnum-cluster-api 0.38.2 ("mcapi"): the Cluster its driver creates for a Magnum cluster
 //! on its own ClusterClass (`magnum-v0.38.2`), rebuilt from the same Magnum rows by the same
 //! rules, so that magnum-rs creates the clusters mcapi creates and takes over those it runs.
-//! `labels` reads labels as mcapi reads them; `variables` gives the class's 39 variables.
+//! `labels` reads labels as mcapi reads them; `variables` gives the class's 39 variables,
+//! `machine_deployment` a nodegroup's worker entry and `cluster` the object around them.
+//! What mcapi looks up in the cloud comes in as facts; nothing here calls anything.
 
 pub mod cluster;
 pub mod labels;
