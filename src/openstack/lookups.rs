@@ -61,6 +61,11 @@ pub struct Flavor {
     /// Root disk size in GB (0: the image's size, refused by Magnum without a boot volume).
     #[serde(default)]
     pub disk: i64,
+    /// MiB of memory and virtual CPUs (the cluster autoscaler's capacity annotations).
+    #[serde(default)]
+    pub ram: i64,
+    #[serde(default)]
+    pub vcpus: i64,
 }
 
 /// A Neutron network or subnet (what matching needs).

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod client;
 pub mod cloud;
 pub mod cloud_config;
+pub mod cloud_facts;
 pub mod controller;
 pub mod driver;
 pub mod leader;
