@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The Cluster API `Cluster` object that magnum-cluster-api 0.38.2 ("mcapi") builds for given
+Magnum rows, rendered by mcapi's OWN code (its Python package and its compiled Rust module)
+with its OpenStack look-ups going to REAL services: the Python side of the differential test
+(docs/mcapi-differential.md). Run it with the venv of `scripts/mcapi.sh install`, or as
+`scripts/mcapi.sh render ROWS_JSON`.
+
+    python mcapi_render.py ROWS_JSON      prints {"cluster": ..., "server_groups": {...}}
+    python mcapi_render.py --self-check   imports everything, loads the compiled module,
+                                          prints the ClusterClass name
+
+ROWS_JSON:
+    {"keystone_url": "http://127.0.0.1:PORT/v3", "user": "demo", "password": "demo-secret",
+     "project": "demo",                       (optional: "user_domain", "project_domain",
+                                               both default "Default")
+     "cluster":    {Magnum `cluster` row: uuid, name, stack_id (required: it is the CAPI
+                    Cluster's name), labels, master_flavor_id, flavor_id, keypair,
+                    master_lb_enabled, fixed_network, fixed_subnet, docker_volume_size,
+                    project_id, user_id, ...},
+     "template":   {Magnum `cluster_template` row: network_driver, cluster_distro,
+                    external_network_id, dns_nameserver, http_proxy, https_proxy, no_proxy,
+                    labels, image_id, ...},
+     "nodegroups": [{Magnum `nodegroup` row: name, role, node_count, min_node_count,
+                     max_node_count, flavor_id, image_id, labels, status, is_default, ...}],
+     "conf":       {"cinder": {"default_boot_volume_size": 0, ...}, ...}   magnum.conf
+                   options ([group] -> {option: value}), optional
+     "existing_openstack_cluster": {...}   optional, see "Kubernetes" below
+     "validate": true                      optional (default true): run mcapi's
+                                           validate_cluster() first, as its create does}
+Unknown row keys are an error (they are Magnum DB columns or nothing).
+
+Output (stdout, JSON): {"cluster": resources.Cluster(...).get_resource(), i.e. get_object()
+completed with apiVersion, kind, metadata.name and metadata.namespace exactly as mcapi's
+create POSTs it, "server_groups": {name: id}} where the names are the Nova server groups mcapi
+uses for this cluster, `<stack_id>` and `<stack_id>-<nodegroup>` per non-master nodegroup
+(also one in DELETE_*, which gets no MachineDeployment), as listed in Nova after the render.
+On an error: exit 1, {"error": {"type", "module", "message"}, "server_groups": {...}} on
+stdout ("server_groups": those of the names above that exist by then, for the clean-up; a
+name with several groups maps to a list; absent when the error came before the look-ups could
+start) and the traceback on stderr. Errors are e.g. UnsupportedCNI or ClusterMasterCountEven
+from validate_cluster, or Magnum's ImageNotFound / FlavorNotFound / ExternalNetworkNotFound
+from the look-ups.
+Nodegroup rows need `status` (mcapi reads ng.status.startswith("DELETE")).
+
+What is real:
+  * mcapi's code: magnum_cluster_api.resources.Cluster.get_resource() (get_object(),
+    mutate_machine_deployment() per worker nodegroup, utils.*, integrations.cinder), its
+    ClusterServerGroups.apply() and utils.validate_cluster() as its create_cluster runs them,
+    and its compiled module's Driver.resolve_immutable_fields(). Nothing of it is patched.
+  * Magnum 23: the rows go through Magnum's own DB API into a throwaway in-memory SQLite
+    database (schema from magnum.db.sqlalchemy.models), and the Cluster/NodeGroup/
+    ClusterTemplate objects are loaded with magnum.objects as the conductor loads them (so
+    cluster.nodegroups, default_ng_master, master_count, the lazy cluster_template and the
+    field types are Magnum's).
+  * OpenStack: a Keystone token for the user (POST /v3/auth/tokens, password, project
+    scope); the request context is built as Magnum's API ContextHook builds it from
+    keystonemiddleware's headers (auth_token, auth_token_info = the token body, auth_url,
+    user/project ids and names, roles), with is_admin=False. mcapi's
+    clients.get_openstack_api(context) (Magnum's OpenStackClients, openstacksdk) then finds
+    Nova, Glance, Neutron and Cinder in that token's catalog (interface public, the
+    [<service>_client] defaults) and calls them as that user: flavors, the image
+    (find_image + os_distro), networks/subnets by name, Cinder's default volume type
+    (GET /types/default), server groups (list, and create when missing: mcapi really
+    creates `<stack_id>` and `<stack_id>-<ng>` in the user's project; the caller deletes them).
+
+What is stubbed, and why:
+  * Kubernetes. mcapi's compiled Driver("magnum-system") needs a kube client
+    (kube-rs Client::try_default(), i.e. KUBECONFIG), and get_object() calls
+    Driver.resolve_immutable_fields(), which LISTs OpenStackClusters labelled
+    cluster.x-k8s.io/cluster-name=<stack_id> in magnum-system to keep fields that CAPO's
+    webhook makes immutable. Instead of stubbing that Rust call, this script serves a tiny
+    Kubernetes API on 127.0.0.1 (a free port) and writes a KUBECONFIG for it: that LIST
+    answers an empty OpenStackClusterList (a new cluster, as at create time), or a list with
+    the rows' "existing_openstack_cluster" object; so the Rust code itself applies its label
+    fallbacks (octavia_provider, api_server_lb_flavor, api_server_lb_availability_zone).
+    Any other Kubernetes request gets 404 and is reported on stderr (none is made by
+    get_object()). No kube-apiserver, ClusterClass, Secrets or Lease are involved.
+  * Nothing of OpenStack is stubbed. mcapi's process-wide server-group cache (diskcache in a
+    temporary directory) is used as is and removed at exit.
+"""
+import http.server
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+import urllib.parse
+import warnings
+
+warnings.filterwarnings("ignore")
+sys.dont_write_bytecode = True
+
+NAMESPACE = "magnum-system"
+OSC_LIST_PATH = (
+    "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/%s/openstackclusters" % NAMESPACE
+)
+
+
+def log(msg):
+    print("mcapi_render: %s" % msg, file=sys.stderr, flush=True)
+
+
+# --- Kubernetes stub (only for resolve_immutable_fields) -----------------------------------
+class KubeStub:
+    def __init__(self, existing_osc):
+        self.existing = existing_osc
+        self.requests = []
+        self.unexpected = []
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                url = urllib.parse.urlsplit(self.path)
+                query = urllib.parse.parse_qs(url.query)
+                stub.requests.append("GET " + self.path)
+                if url.path == OSC_LIST_PATH:
+                    selector = query.get("labelSelector", [""])[0]
+                    items = []
+                    if stub.existing is not None:
+                        want = dict(s.split("=", 1) for s in selector.split(",") if "=" in s)
+                        labels = stub.existing.get("metadata", {}).get("labels", {})
+                        if all(labels.get(k) == v for k, v in want.items()):
+                            items = [stub.existing]
+                    return self._send(200, {
+                        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "OpenStackClusterList",
+                        "metadata": {"resourceVersion": "1"},
+                        "items": items,
+                    })
+                self._unexpected()
+
+            def _unexpected(self):
+                stub.unexpected.append("%s %s" % (self.command, self.path))
+                self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                 "reason": "NotFound", "code": 404,
+                                 "message": "not served by mcapi_render.py's stub"})
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = _unexpected
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def kubeconfig(self, path):
+        url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        with open(path, "w") as f:
+            json.dump({
+                "apiVersion": "v1", "kind": "Config", "current-context": "stub",
+                "clusters": [{"name": "stub", "cluster": {"server": url}}],
+                "users": [{"name": "stub", "user": {"token": "stub"}}],
+                "contexts": [{"name": "stub", "context": {
+                    "cluster": "stub", "user": "stub", "namespace": NAMESPACE}}],
+            }, f)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- Magnum: configuration, rows -> in-memory DB -> objects --------------------------------
+def configure(rows):
+    import magnum.conf  # noqa: F401  (registers Magnum's groups: [cinder], [nova_client], ...)
+    from keystonemiddleware import auth_token  # noqa: F401  (registers [keystone_authtoken])
+    from oslo_config import cfg
+
+    from magnum_cluster_api import conf as _mcapi_conf  # noqa: F401  ([capi_client], ...)
+
+    conf = cfg.CONF
+    conf([], project="magnum", default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", "sqlite://", group="database")
+    # What Magnum's API puts in context.auth_url; the clients use auth_token_info.
+    conf.set_override("www_authenticate_uri", rows["keystone_url"], group="keystone_authtoken")
+    for group, opts in (rows.get("conf") or {}).items():
+        for name, value in opts.items():
+            conf.set_override(name, value, group=None if group == "DEFAULT" else group)
+
+
+def load_objects(rows, admin_ctx):
+    from magnum import objects
+    from magnum.db import api as dbapi
+    from magnum.db.sqlalchemy import models
+    from oslo_db.sqlalchemy import enginefacade
+
+    models.Base.metadata.create_all(enginefacade.writer.get_engine())
+    db = dbapi.get_instance()
+
+    def check(kind, row, model):
+        unknown = sorted(set(row) - set(model.__table__.columns.keys()))
+        if unknown:
+            raise ValueError("%s: not Magnum %s columns: %s"
+                             % (kind, model.__tablename__, ", ".join(unknown)))
+        return dict(row)
+
+    cl_row = check("cluster", rows["cluster"], models.Cluster)
+    if not cl_row.get("stack_id"):
+        raise ValueError("cluster.stack_id is required (mcapi's CAPI Cluster name)")
+    tm_row = check("template", rows["template"], models.ClusterTemplate)
+    tm_row.setdefault("uuid", cl_row.get("cluster_template_id")
+                      or "00000000-0000-4000-8000-000000000001")
+    tm_row.setdefault("name", "template")
+    tm_row.setdefault("project_id", cl_row.get("project_id"))
+    tm_row.setdefault("coe", "kubernetes")
+    cl_row["cluster_template_id"] = tm_row["uuid"]
+    cl_row.setdefault("uuid", "00000000-0000-4000-8000-000000000002")
+    db.create_cluster_template(tm_row)
+    db.create_cluster(cl_row)
+    for ng in rows["nodegroups"]:
+        ng = check("nodegroup", ng, models.NodeGroup)
+        ng.setdefault("cluster_id", cl_row["uuid"])
+        ng.setdefault("project_id", cl_row.get("project_id"))
+        ng.setdefault("stack_id", cl_row["stack_id"])
+        db.create_nodegroup(ng)
+    return objects.Cluster.get_by_uuid(admin_ctx, cl_row["uuid"])
+
+
+# --- Keystone: a user token, and the context Magnum's API would make -----------------------
+def user_context(rows):
+    import requests
+
+    from magnum.common import context
+
+    body = {"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": rows["user"], "password": rows["password"],
+            "domain": {"name": rows.get("user_domain", "Default")}}}},
+        "scope": {"project": {"name": rows["project"],
+                              "domain": {"name": rows.get("project_domain", "Default")}}},
+    }}
+    r = requests.post(rows["keystone_url"].rstrip("/") + "/auth/tokens", json=body, timeout=60)
+    r.raise_for_status()
+    info = r.json()
+    token = info["token"]
+    # As magnum.api.hooks.ContextHook from keystonemiddleware's X-* headers and
+    # keystone.token_info; is_admin given (demo is no admin) instead of the policy check.
+    return context.make_context(
+        auth_token=r.headers["X-Subject-Token"],
+        auth_url=rows["keystone_url"],
+        auth_token_info=info,
+        user_name=token["user"]["name"],
+        user_id=token["user"]["id"],
+        project_name=token["project"]["name"],
+        project_id=token["project"]["id"],
+        user_domain_id=token["user"]["domain"]["id"],
+        user_domain_name=token["user"]["domain"]["name"],
+        roles=[role["name"] for role in token.get("roles", [])],
+        is_admin=False,
+    )
+
+
+def imports():
+    """Everything the render needs; returns the compiled module."""
+    from magnum_cluster_api import clients, resources, utils  # noqa: F401
+    from magnum_cluster_api import magnum_cluster_api as rs
+
+    return rs
+
+
+# What the error output can still report: the server groups mcapi may have made already.
+PARTIAL = {}
+
+
+def server_groups_in_nova(ctx, names, strict):
+    """{name: id} of the Nova server groups with these names, listed as the user."""
+    from magnum_cluster_api import clients
+
+    found = {}
+    for sg in clients.get_openstack_api(ctx).list_server_groups():
+        if sg.name in names:
+            found.setdefault(sg.name, []).append(sg.id)
+    out = {}
+    for name in names:
+        ids = found.get(name, [])
+        if strict and len(ids) != 1:
+            raise RuntimeError("Nova has %d server groups named %r" % (len(ids), name))
+        if ids:
+            out[name] = ids[0] if len(ids) == 1 else ids
+    return out
+
+
+def render(rows):
+    configure(rows)
+    rs = imports()
+    from magnum.common import context as mcontext
+
+    from magnum_cluster_api import clients, resources, utils
+
+    stub = KubeStub(rows.get("existing_openstack_cluster"))
+    tmp = tempfile.mkdtemp(prefix="mcapi-render-")
+    try:
+        os.environ["KUBECONFIG"] = os.path.join(tmp, "kubeconfig")
+        stub.kubeconfig(os.environ["KUBECONFIG"])
+        ctx = user_context(rows)
+        cluster = load_objects(rows, mcontext.make_admin_context(all_tenants=True))
+        # The names ClusterServerGroups.apply() ensures: every non-master nodegroup, also
+        # one in DELETE_* (which gets no MachineDeployment).
+        PARTIAL.update(ctx=ctx, names=[cluster.stack_id] + [
+            "%s-%s" % (cluster.stack_id, ng.name) for ng in cluster.nodegroups
+            if ng.role != "master"])
+        # The steps of mcapi's BaseDriver.create_cluster() that decide the Cluster object
+        # (driver.py: validate_cluster; _create_cluster -> apply_cluster_from_magnum_cluster
+        # -> ClusterServerGroups.apply(); resources.Cluster(...).apply() -> get_resource()).
+        if rows.get("validate", True):
+            utils.validate_cluster(ctx, cluster)
+        resources.ClusterServerGroups(ctx, cluster).apply()
+        resource = resources.Cluster(
+            ctx, rs.KubeClient(), clients.get_pykube_api(), cluster,
+            rust_driver=rs.Driver(NAMESPACE), namespace=NAMESPACE,
+        ).get_resource()
+        server_groups = server_groups_in_nova(ctx, PARTIAL["names"], strict=True)
+        log("kubernetes stub answered: %s" % (stub.requests or "nothing"))
+        if stub.unexpected:
+            log("WARNING: unexpected Kubernetes requests (answered 404): %s" % stub.unexpected)
+        return {"cluster": resource, "server_groups": server_groups}
+    finally:
+        stub.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_server_group_cache():
+    """mcapi's utils makes a diskcache.Cache() in a new temporary directory at import."""
+    cache = getattr(sys.modules.get("magnum_cluster_api.utils"), "g_server_group_cache", None)
+    if cache is not None:
+        cache._cache.close()
+        shutil.rmtree(cache._cache.directory, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    if sys.argv[1] == "--self-check":
+        import magnum.conf  # noqa: F401
+        from keystonemiddleware import auth_token  # noqa: F401
+
+        rs = imports()
+        remove_server_group_cache()
+        print("mcapi_render: ok, compiled module %s, ClusterClass %s"
+              % (rs.__file__, rs.CLUSTER_CLASS_NAME))
+        return
+    with open(sys.argv[1]) as f:
+        rows = json.load(f)
+    try:
+        out = render(rows)
+    except Exception as e:
+        traceback.print_exc()
+        out = {"error": {"type": type(e).__name__, "module": type(e).__module__,
+                         "message": str(e)}}
+        if PARTIAL:
+            try:
+                out["server_groups"] = server_groups_in_nova(
+                    PARTIAL["ctx"], PARTIAL["names"], strict=False)
+            except Exception as e2:
+                log("listing the server groups after the error failed too: %s" % e2)
+        print(json.dumps(out, indent=1, sort_keys=True))
+        sys.exit(1)
+    finally:
+        remove_server_group_cache()
+    print(json.dumps(out, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
