@@ -22,4 +22,5 @@ mod deploy_rbac;
 mod keystone_auth;
 mod lease;
 mod magnum_database_admin;
+mod mcapi_differential;
 mod openstack_lookups;
