@@ -161,6 +161,21 @@ impl CloudSide {
         Ok(())
     }
 
+    /// A deleted nodegroup's server group `<stack>-<nodegroup>`, as the service user.
+    pub async fn clean_up_nodegroup(
+        &self,
+        stack: &str,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<(), DriverError> {
+        let caller = self.access.as_service().await.map_err(unavailable)?;
+        let session = caller.session(&self.access.cloud);
+        let name = format!("{stack}-{}", nodegroup.name);
+        server_groups::delete(&session, &name, cluster.project_id.as_deref(), true)
+            .await
+            .map_err(|e| looked_up("delete the server group", &name, e))
+    }
+
     /// The server groups and the credential, once the Cluster is gone, as the service user
     /// (across projects, only the cluster's project's groups).
     pub async fn clean_up(&self, stack: &str, cluster: &Cluster) -> Result<(), DriverError> {
@@ -183,23 +198,6 @@ impl CloudSide {
         application_credentials::delete(&session, user, &cluster.uuid)
             .await
             .map_err(|e| looked_up("delete the application credential", &cluster.uuid, e))
-    }
-}
-
-impl CloudSide {
-    /// A deleted nodegroup's server group `<stack>-<nodegroup>`, as the service user.
-    pub async fn clean_up_nodegroup(
-        &self,
-        stack: &str,
-        cluster: &Cluster,
-        nodegroup: &NodeGroup,
-    ) -> Result<(), DriverError> {
-        let caller = self.access.as_service().await.map_err(unavailable)?;
-        let session = caller.session(&self.access.cloud);
-        let name = format!("{stack}-{}", nodegroup.name);
-        server_groups::delete(&session, &name, cluster.project_id.as_deref(), true)
-            .await
-            .map_err(|e| looked_up("delete the server group", &name, e))
     }
 }
 
