@@ -77,6 +77,12 @@ pub async fn build_drivers_with(
         registry.register(Arc::new(base), &[]);
     }
     if !d.disabled.contains(&d.cluster_api.name) {
+        let settings = cluster_api::mcapi::variables::Settings {
+            default_boot_volume_size: config.openstack.default_boot_volume_size,
+            default_boot_volume_type: Some(config.openstack.default_boot_volume_type.clone())
+                .filter(|t| !t.is_empty()),
+        };
+        let cloud = cloud.map(|access| (access, settings));
         let capi = cluster_api::build(&d.cluster_api, d.journal.clone(), cloud).await?;
         registry.register(capi, &d.cluster_api.aliases);
     }

@@ -24,6 +24,9 @@ pub struct OpenStackConfig {
     /// `[cinder] default_boot_volume_size`); 0: servers boot from the flavor's root disk,
     /// which must then not be zero.
     pub default_boot_volume_size: i64,
+    /// The boot volume's type when a `boot_volume_type` label names none (Magnum's
+    /// `[cinder] default_boot_volume_type`); empty: Cinder's default type.
+    pub default_boot_volume_type: String,
 }
 
 impl Default for OpenStackConfig {
@@ -33,6 +36,7 @@ impl Default for OpenStackConfig {
             region_name: String::new(),
             timeout: 10,
             default_boot_volume_size: 0,
+            default_boot_volume_type: String::new(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! the Cluster is gone, the groups and the credential deleted as magnum-rs's service user
 //! (the user's token is long gone by then). Every step finds what a run before a crash made.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
@@ -13,20 +14,36 @@ use kube::Api;
 
 use super::client::{kube_error, ManagementCluster};
 use super::cloud_config::{self, CloudConfig};
+use super::cloud_facts;
+use super::mcapi;
+use super::mcapi::machine_deployment::machine_deployment;
+use super::mcapi::variables::{cluster_variables, Settings};
 use crate::drivers::DriverError;
-use crate::model::{Cluster, NodeGroup};
+use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::openstack::application_credentials::{self, MadeCredential};
+use crate::openstack::lookups;
 use crate::openstack::lookups::LookupError;
+use crate::openstack::Caller;
 use crate::openstack::{server_groups, CallError, CloudAccess};
+use serde_json::Value;
 
 /// Where the system keeps its CA bundle (Debian's, which certifi's mirrors), for a cloud
 /// configured with no `cloud_ca_file`.
 const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
+/// What a create or nodegroup create made in the cloud: the credential's caller and the
+/// server groups' ids by name.
+pub struct Prepared {
+    pub caller: Caller,
+    pub groups: BTreeMap<String, String>,
+}
+
 /// The driver's way to the cloud (keystone auth mode only).
 #[derive(Clone, Debug)]
 pub struct CloudSide {
     access: CloudAccess,
+    /// Magnum's `[cinder]` defaults magnum-cluster-api reads.
+    settings: Settings,
     /// What `cacert` holds: the configured bundle, else the system's.
     ca_bundle: String,
     /// Whether CAPO verifies the cloud's certificates.
@@ -63,6 +80,7 @@ impl CloudSide {
     /// `[capi_client] ca_file`); `insecure`: CAPO does not verify.
     pub fn new(
         access: CloudAccess,
+        settings: Settings,
         ca_file: Option<&Path>,
         insecure: bool,
     ) -> anyhow::Result<Self> {
@@ -77,12 +95,14 @@ impl CloudSide {
         };
         Ok(CloudSide {
             access,
+            settings,
             ca_bundle,
             verify: !insecure,
         })
     }
 
-    /// The cloud-config Secret and the server groups, before the Cluster.
+    /// The cloud-config Secret and the server groups, before the Cluster; the credential's
+    /// caller and the groups' ids, for the look-ups of the Cluster's variables.
     pub async fn prepare(
         &self,
         mc: &ManagementCluster,
@@ -90,7 +110,7 @@ impl CloudSide {
         cluster: &Cluster,
         nodegroups: &[NodeGroup],
         credential: &MadeCredential,
-    ) -> Result<(), DriverError> {
+    ) -> Result<Prepared, DriverError> {
         let auth_url = self.access.identity_url().await.map_err(unavailable)?;
         let config = CloudConfig {
             auth_url: &auth_url,
@@ -118,12 +138,74 @@ impl CloudSide {
             .await
             .map_err(refused_credential)?;
         let session = caller.session(&self.access.cloud);
+        let mut groups = BTreeMap::new();
         for (name, policies) in server_group_names(stack, cluster, nodegroups) {
-            server_groups::ensure(&session, &name, None, &policies)
+            let group = server_groups::ensure(&session, &name, None, &policies)
                 .await
                 .map_err(|e| looked_up("make the server group", &name, e))?;
+            groups.insert(name, group.id);
         }
-        Ok(())
+        Ok(Prepared { caller, groups })
+    }
+
+    /// magnum-cluster-api's Cluster for a new cluster (its ClusterClass's 39 variables and
+    /// a worker entry per nodegroup), its look-ups made as the cluster's credential.
+    pub async fn mcapi_cluster(
+        &self,
+        prepared: &Prepared,
+        target: (&str, &str),
+        cluster: &Cluster,
+        template: &ClusterTemplate,
+        nodegroups: &[NodeGroup],
+    ) -> Result<Value, DriverError> {
+        let (stack, namespace) = target;
+        let s = prepared.caller.session(&self.access.cloud);
+        let group = |name: &str| prepared.groups.get(name).cloned().unwrap_or_default();
+        let master = nodegroups
+            .iter()
+            .find(|n| n.is_master())
+            .ok_or_else(|| DriverError::rejected("the cluster has no master nodegroup"))?;
+        let facts = cloud_facts::cluster_facts(&s, cluster, template, master, group(stack))
+            .await
+            .map_err(|e| looked_up("look up", "the cluster's resources", e))?;
+        let variables = cluster_variables(cluster, template, &facts, &self.settings)
+            .map_err(|e| DriverError::rejected(e.to_string()))?;
+        let mut machine_deployments = Vec::new();
+        for ng in nodegroups.iter().filter(|n| {
+            !n.is_master()
+                && !n
+                    .status
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("DELETE")
+        }) {
+            let sg = group(&format!("{stack}-{}", ng.name));
+            let f = cloud_facts::nodegroup_facts(
+                &s,
+                ng,
+                sg,
+                &self.settings,
+                &facts.default_volume_type,
+            )
+            .await
+            .map_err(|e| looked_up("look up", &format!("nodegroup {}'s resources", ng.name), e))?;
+            machine_deployments.push(
+                machine_deployment(cluster, ng, &f)
+                    .map_err(|e| DriverError::rejected(e.to_string()))?,
+            );
+        }
+        mcapi::cluster::cluster_object(
+            stack,
+            namespace,
+            cluster,
+            template,
+            mcapi::cluster::Parts {
+                master_count: master.node_count,
+                machine_deployments,
+                variables,
+            },
+        )
+        .map_err(|e| DriverError::rejected(e.to_string()))
     }
 
     /// The server group of a nodegroup added to the cluster `stack` (magnum-cluster-api's
@@ -136,7 +218,7 @@ impl CloudSide {
         stack: &str,
         cluster: &Cluster,
         nodegroup: &NodeGroup,
-    ) -> Result<(), DriverError> {
+    ) -> Result<Option<Prepared>, DriverError> {
         let name = cloud_config::secret_name(stack);
         let api: Api<KubeSecret> = Api::namespaced(mc.client.clone(), &mc.namespace);
         let secret = api
@@ -144,7 +226,7 @@ impl CloudSide {
             .await
             .map_err(|e| kube_error(e, &format!("Secret {}/{name}", mc.namespace)))?;
         let Some(credential) = secret.as_ref().and_then(cloud_config::credential_of) else {
-            return Ok(());
+            return Ok(None);
         };
         let caller = self
             .access
@@ -152,13 +234,47 @@ impl CloudSide {
             .await
             .map_err(refused_credential)?;
         let session = caller.session(&self.access.cloud);
-        let groups = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
-        for (name, policies) in groups.into_iter().skip(1) {
-            server_groups::ensure(&session, &name, None, &policies)
+        let mut groups = BTreeMap::new();
+        let wanted = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
+        for (name, policies) in wanted.into_iter().skip(1) {
+            let group = server_groups::ensure(&session, &name, None, &policies)
                 .await
                 .map_err(|e| looked_up("make the server group", &name, e))?;
+            groups.insert(name, group.id);
         }
-        Ok(())
+        Ok(Some(Prepared { caller, groups }))
+    }
+
+    /// magnum-cluster-api's worker entry for a nodegroup added to the cluster `stack`.
+    pub async fn mcapi_worker_entry(
+        &self,
+        prepared: &Prepared,
+        stack: &str,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> Result<Value, DriverError> {
+        let s = prepared.caller.session(&self.access.cloud);
+        let sg = prepared
+            .groups
+            .get(&format!("{stack}-{}", nodegroup.name))
+            .cloned()
+            .unwrap_or_default();
+        let default_type = match &self.settings.default_boot_volume_type {
+            Some(t) => t.clone(),
+            None => lookups::default_volume_type(&s)
+                .await
+                .map_err(|e| looked_up("look up", "the default volume type", e))?,
+        };
+        let f = cloud_facts::nodegroup_facts(&s, nodegroup, sg, &self.settings, &default_type)
+            .await
+            .map_err(|e| {
+                looked_up(
+                    "look up",
+                    &format!("nodegroup {}'s resources", nodegroup.name),
+                    e,
+                )
+            })?;
+        machine_deployment(cluster, nodegroup, &f).map_err(|e| DriverError::rejected(e.to_string()))
     }
 
     /// A deleted nodegroup's server group `<stack>-<nodegroup>`, as the service user.

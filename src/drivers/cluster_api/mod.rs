@@ -70,6 +70,21 @@ pub struct ClusterApiConfig {
     pub cloud_ca_file: Option<PathBuf>,
     /// CAPO does not verify the cloud's certificates (`[capi_client] insecure`).
     pub cloud_insecure: bool,
+    /// The Cluster a create writes: `magnum-cluster-api` (magnum-cluster-api 0.38.2's object
+    /// on its ClusterClass, every variable looked up in the cloud), `plain` (the class of
+    /// `cluster_class` with the `capi_variable_*` labels only), or `auto`: the first with a
+    /// cloud to look things up in (keystone auth mode), else the second.
+    pub shape: Shape,
+}
+
+/// See [`ClusterApiConfig::shape`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    #[default]
+    Auto,
+    Plain,
+    MagnumClusterApi,
 }
 
 /// One management cluster. A template picks one with the label `capi_management_cluster`;
@@ -112,6 +127,7 @@ impl Default for ClusterApiConfig {
             lease_duration_seconds: 15,
             cloud_ca_file: None,
             cloud_insecure: false,
+            shape: Shape::Auto,
         }
     }
 }
@@ -129,15 +145,16 @@ pub fn record_only(config: &ClusterApiConfig) -> RecordOnlyDriver {
 pub async fn build(
     config: &ClusterApiConfig,
     journal: Option<PathBuf>,
-    cloud: Option<CloudAccess>,
+    cloud: Option<(CloudAccess, mcapi::variables::Settings)>,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     if config.management_clusters.is_empty() {
         return Ok(Arc::new(record_only(config).with_journal(journal)));
     }
     let cloud = cloud
-        .map(|access| {
+        .map(|(access, settings)| {
             cloud::CloudSide::new(
                 access,
+                settings,
                 config.cloud_ca_file.as_deref(),
                 config.cloud_insecure,
             )

@@ -39,25 +39,53 @@ impl Lifecycle for KubeClusterApiDriver {
         if let Some(cas) = given.cas {
             ca::write_cas(mc, &stack, cas).await?;
         }
+        let mut prepared = None;
         if let Some((cloud, credential)) = cloud {
-            cloud
-                .prepare(mc, &stack, cluster, nodegroups, credential)
-                .await?;
+            prepared = Some(
+                cloud
+                    .prepare(mc, &stack, cluster, nodegroups, credential)
+                    .await?,
+            );
             crate::failpoint::hit("cloud-prepared");
         }
-        let body = topology::cluster_object(
-            &stack,
-            &mc.namespace,
-            &self.api_version,
-            cluster,
-            template,
-            nodegroups,
-            &self.defaults,
-        );
+        // magnum-cluster-api's Cluster (written in its v1beta1, as it writes it), else the
+        // plain topology of the configured class.
+        let (body, resource) = match (self.mcapi_cloud(), &prepared) {
+            (Some(cloud), Some(prepared)) => (
+                cloud
+                    .mcapi_cluster(
+                        prepared,
+                        (&stack, &mc.namespace),
+                        cluster,
+                        template,
+                        nodegroups,
+                    )
+                    .await?,
+                topology::Resources::at("v1beta1").cluster,
+            ),
+            _ if self.shape == crate::drivers::cluster_api::Shape::MagnumClusterApi => {
+                return Err(DriverError::rejected(
+                    "magnum-cluster-api's Cluster needs the cloud: keystone auth mode and the \
+                     cluster's application credential",
+                ))
+            }
+            _ => (
+                topology::cluster_object(
+                    &stack,
+                    &mc.namespace,
+                    &self.api_version,
+                    cluster,
+                    template,
+                    nodegroups,
+                    &self.defaults,
+                ),
+                self.resources.cluster.clone(),
+            ),
+        };
         let obj: DynamicObject =
             serde_json::from_value(body).map_err(|e| DriverError::rejected(e.to_string()))?;
         let generation = match self
-            .api(mc, &self.resources.cluster)
+            .api(mc, &resource)
             .create(&PostParams::default(), &obj)
             .await
         {
@@ -327,12 +355,22 @@ impl Lifecycle for KubeClusterApiDriver {
     ) -> Result<Progress, DriverError> {
         let mc = self.management_for(cluster)?;
         let stack = Self::stack_id(cluster)?;
+        let mut prepared = None;
         if let Some(cloud) = &self.cloud {
-            cloud
+            prepared = cloud
                 .prepare_nodegroup(mc, &stack, cluster, nodegroup)
                 .await?;
         }
-        let entry = topology::worker_entry(nodegroup, &self.defaults.worker_class, false);
+        // magnum-cluster-api's entry (its overrides looked up as the cluster's credential),
+        // else the plain one.
+        let entry = match (self.mcapi_cloud(), &prepared) {
+            (Some(cloud), Some(prepared)) => {
+                cloud
+                    .mcapi_worker_entry(prepared, &stack, cluster, nodegroup)
+                    .await?
+            }
+            _ => topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
+        };
         let wait = self
             .patch_workers(mc, &stack, None, |c| {
                 Ok(topology::machine_deployment_index(c, &nodegroup.name)

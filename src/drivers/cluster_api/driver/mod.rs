@@ -53,6 +53,7 @@ pub struct KubeClusterApiDriver {
     leadership: Mutex<Option<std::sync::Arc<super::leader::Election>>>,
     /// The cloud the clusters run on (keystone auth mode): credential, server groups.
     cloud: Option<CloudSide>,
+    shape: super::Shape,
 }
 
 impl KubeClusterApiDriver {
@@ -92,6 +93,16 @@ impl KubeClusterApiDriver {
             }),
             leadership: Mutex::new(None),
             cloud: None,
+            shape: config.shape,
+        }
+    }
+
+    /// The cloud, when creates write magnum-cluster-api's Cluster (see
+    /// [`super::ClusterApiConfig::shape`]).
+    fn mcapi_cloud(&self) -> Option<&CloudSide> {
+        match self.shape {
+            super::Shape::Plain => None,
+            super::Shape::Auto | super::Shape::MagnumClusterApi => self.cloud.as_ref(),
         }
     }
 
