@@ -135,6 +135,31 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
     let clusters: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &ns, &Resources::at("v1beta2").cluster);
     clusters.get(&stack).await.expect("the Cluster was created");
+    // In keystone mode the Cluster is magnum-cluster-api's, its variables looked up as the
+    // credential (read as mcapi wrote it, in v1beta1).
+    let v1beta1: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &Resources::at("v1beta1").cluster);
+    let written = serde_json::to_value(v1beta1.get(&stack).await.expect("v1beta1")).expect("json");
+    let variables = written["spec"]["topology"]["variables"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(variables.len(), 39, "{written}");
+    let var = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .map(|v| v["value"].clone())
+            .unwrap_or_else(|| panic!("variable {name}"))
+    };
+    assert_eq!(written["spec"]["topology"]["class"], "magnum-v0.38.2");
+    assert_eq!(var("flavor"), "m1.small");
+    assert_eq!(var("controlPlaneFlavor"), "m1.medium");
+    assert_eq!(var("imageUUID"), json!(image));
+    assert_eq!(
+        var("clusterIdentityRefName"),
+        json!(format!("{stack}-cloud-config"))
+    );
 
     // The credential: demo's, named after the cluster, stored, the kept token gone.
     let (token, catalog, demo_user, _) = demo_token(&os.keystone_url).await;

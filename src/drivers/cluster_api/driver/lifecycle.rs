@@ -363,16 +363,20 @@ impl Lifecycle for KubeClusterApiDriver {
         }
         // magnum-cluster-api's entry (its overrides looked up as the cluster's credential),
         // else the plain one.
-        let entry = match (self.mcapi_cloud(), &prepared) {
-            (Some(cloud), Some(prepared)) => {
+        let (entry, resource) = match (self.mcapi_cloud(), &prepared) {
+            (Some(cloud), Some(prepared)) => (
                 cloud
                     .mcapi_worker_entry(prepared, &stack, cluster, nodegroup)
-                    .await?
-            }
-            _ => topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
+                    .await?,
+                topology::Resources::at("v1beta1").cluster,
+            ),
+            _ => (
+                topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
+                self.resources.cluster.clone(),
+            ),
         };
         let wait = self
-            .patch_workers(mc, &stack, None, |c| {
+            .patch_workers_at(mc, &stack, None, &resource, |c| {
                 Ok(topology::machine_deployment_index(c, &nodegroup.name)
                     .is_none()
                     .then(|| topology::add_worker(entry.clone())))

@@ -178,13 +178,31 @@ impl KubeClusterApiDriver {
         &self,
         mc: &ManagementCluster,
         stack: &str,
-        mut first_read: Option<Value>,
+        first_read: Option<Value>,
         build: F,
     ) -> Result<WaitOn, DriverError>
     where
         F: Fn(&Value) -> Result<Option<json_patch::Patch>, DriverError>,
     {
-        let api = self.api(mc, &self.resources.cluster);
+        let resource = self.resources.cluster.clone();
+        self.patch_workers_at(mc, stack, first_read, &resource, build)
+            .await
+    }
+
+    /// [`Self::patch_workers`], the patch sent through `resource` (magnum-cluster-api's
+    /// entries are in its v1beta1; the worker list's paths are the same in both versions).
+    async fn patch_workers_at<F>(
+        &self,
+        mc: &ManagementCluster,
+        stack: &str,
+        mut first_read: Option<Value>,
+        resource: &kube::api::ApiResource,
+        build: F,
+    ) -> Result<WaitOn, DriverError>
+    where
+        F: Fn(&Value) -> Result<Option<json_patch::Patch>, DriverError>,
+    {
+        let api = self.api(mc, resource);
         let mut last = String::new();
         for _ in 0..PATCH_ATTEMPTS {
             let current = match first_read.take() {
