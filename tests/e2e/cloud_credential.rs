@@ -134,12 +134,10 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
     let stack = shown["cluster_id"].as_str().expect("stack").to_string();
     let clusters: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &ns, &Resources::at("v1beta2").cluster);
-    clusters.get(&stack).await.expect("the Cluster was created");
-    // In keystone mode the Cluster is magnum-cluster-api's, its variables looked up as the
-    // credential (read as mcapi wrote it, in v1beta1).
-    let v1beta1: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &ns, &Resources::at("v1beta1").cluster);
-    let written = serde_json::to_value(v1beta1.get(&stack).await.expect("v1beta1")).expect("json");
+    // In keystone mode the Cluster is magnum-cluster-api's on its class, its variables
+    // looked up as the credential.
+    let written =
+        serde_json::to_value(clusters.get(&stack).await.expect("the Cluster")).expect("json");
     let variables = written["spec"]["topology"]["variables"]
         .as_array()
         .cloned()
@@ -152,7 +150,10 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
             .map(|v| v["value"].clone())
             .unwrap_or_else(|| panic!("variable {name}"))
     };
-    assert_eq!(written["spec"]["topology"]["class"], "magnum-v0.38.2");
+    assert_eq!(
+        written["spec"]["topology"]["classRef"]["name"],
+        "magnum-v0.38.2"
+    );
     assert_eq!(var("flavor"), "m1.small");
     assert_eq!(var("controlPlaneFlavor"), "m1.medium");
     assert_eq!(var("imageUUID"), json!(image));
@@ -288,6 +289,33 @@ async fn a_capi_cluster_gets_its_users_credential_cloud_config_and_server_groups
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(group.policies, vec!["soft-affinity".to_string()]);
+    // Its entry is magnum-cluster-api's, stored in v1beta2: its own server group, the
+    // cluster's flavor and image (the nodegroup names none), mcapi's detach timeout.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let entry = loop {
+        let c = serde_json::to_value(clusters.get(&stack).await.expect("Cluster")).expect("json");
+        let found = c["spec"]["topology"]["workers"]["machineDeployments"]
+            .as_array()
+            .and_then(|mds| mds.iter().find(|md| md["name"] == "gpu").cloned());
+        if let Some(entry) = found {
+            break entry;
+        }
+        assert!(Instant::now() < deadline, "no entry gpu in {c}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let override_of = |name: &str| {
+        entry["variables"]["overrides"]
+            .as_array()
+            .and_then(|o| o.iter().find(|v| v["name"] == name))
+            .map(|v| v["value"].clone())
+            .unwrap_or_else(|| panic!("override {name} in {entry}"))
+    };
+    assert_eq!(override_of("serverGroupId"), json!(group.id));
+    assert_eq!(override_of("flavor"), "m1.small");
+    assert_eq!(override_of("imageUUID"), json!(image));
+    assert_eq!(entry["class"], "default-worker");
+    assert_eq!(entry["deletion"]["nodeVolumeDetachTimeoutSeconds"], 300);
+    assert_eq!(entry["healthCheck"]["enabled"], true);
     // Deleted, the nodegroup's group goes once its machines are gone (none here).
     let ng_path = format!("{path}/nodegroups/gpu");
     let del = call(port, "DELETE", &ng_path, Some(&demo), None).await;

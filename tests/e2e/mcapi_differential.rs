@@ -1,6 +1,6 @@
 //! The differential test of issue 31: for the same Magnum rows, the Cluster that magnum-rs
-//! builds for magnum-cluster-api's ClusterClass (`drivers::cluster_api::mcapi` fed by
-//! `cloud_facts`) equals, field by field, the one magnum-cluster-api 0.38.2's own code
+//! builds for magnum-cluster-api's ClusterClass (`drivers::cluster_api::mcapi_objects`,
+//! the driver's own path) equals, field by field, the one magnum-cluster-api 0.38.2's own code
 //! builds (`scripts/mcapi.sh render`: mcapi from PyPI, its look-ups against the same real
 //! Keystone, Nova, Glance, Neutron and Cinder). Nothing mcapi generates is committed.
 //!
@@ -13,10 +13,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use magnum_rs::drivers::cluster_api::cloud_facts;
-use magnum_rs::drivers::cluster_api::mcapi::cluster::{cluster_object, Parts};
-use magnum_rs::drivers::cluster_api::mcapi::machine_deployment::machine_deployment;
-use magnum_rs::drivers::cluster_api::mcapi::variables::{cluster_variables, Settings};
+use magnum_rs::drivers::cluster_api::mcapi::cluster::CLUSTER_CLASS;
+use magnum_rs::drivers::cluster_api::mcapi::variables::Settings;
+use magnum_rs::drivers::cluster_api::mcapi_objects;
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
 use magnum_rs::openstack::{server_groups, Cloud, Interface, Session};
 use serde_json::{json, Map, Value};
@@ -93,45 +92,30 @@ async fn ours(s: &Session<'_>, rows: &Value, settings: &Settings) -> Value {
         .map(nodegroup_of)
         .collect();
     let stack = cluster.stack_id.clone().expect("stack_id");
-    let group = |name: String| async move {
-        server_groups::find(s, &name, None, false)
+    let mut groups = mcapi_objects::GroupIds::new();
+    let names = std::iter::once(stack.clone())
+        .chain(nodegroups.iter().map(|n| format!("{stack}-{}", n.name)));
+    for name in names {
+        let found = server_groups::find(s, &name, None, false)
             .await
-            .expect("nova answers")
-            .unwrap_or_else(|| panic!("server group {name}"))
-            .id
-    };
-    let master = nodegroups.iter().find(|n| n.is_master()).expect("master");
-    let facts =
-        cloud_facts::cluster_facts(s, &cluster, &template, master, group(stack.clone()).await)
-            .await
-            .expect("cluster facts");
-    let variables = cluster_variables(&cluster, &template, &facts, settings).expect("variables");
-    let mut machine_deployments = Vec::new();
-    for ng in nodegroups.iter().filter(|n| {
-        !n.is_master()
-            && !n
-                .status
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("DELETE")
-    }) {
-        let sg = group(format!("{stack}-{}", ng.name)).await;
-        let f = cloud_facts::nodegroup_facts(s, ng, sg, settings, &facts.default_volume_type)
-            .await
-            .expect("nodegroup facts");
-        machine_deployments.push(machine_deployment(&cluster, ng, &f).expect("entry"));
+            .expect("nova answers");
+        if let Some(group) = found {
+            groups.insert(name, group.id);
+        }
     }
-    cluster_object(
-        &stack,
-        "magnum-system",
-        &cluster,
-        &template,
-        Parts {
-            master_count: master.node_count,
-            machine_deployments,
-            variables,
-        },
+    let target = mcapi_objects::Target {
+        stack: &stack,
+        namespace: "magnum-system",
+        class: CLUSTER_CLASS,
+    };
+    mcapi_objects::cluster(
+        s,
+        target,
+        (&cluster, &template, &nodegroups),
+        &groups,
+        settings,
     )
+    .await
     .expect("object")
 }
 

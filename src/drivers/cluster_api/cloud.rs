@@ -14,14 +14,12 @@ use kube::Api;
 
 use super::client::{kube_error, ManagementCluster};
 use super::cloud_config::{self, CloudConfig};
-use super::cloud_facts;
 use super::mcapi;
-use super::mcapi::machine_deployment::machine_deployment;
-use super::mcapi::variables::{cluster_variables, Settings};
+use super::mcapi::variables::Settings;
+use super::mcapi_objects::{self, BuildError};
 use crate::drivers::DriverError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::openstack::application_credentials::{self, MadeCredential};
-use crate::openstack::lookups;
 use crate::openstack::lookups::LookupError;
 use crate::openstack::Caller;
 use crate::openstack::{server_groups, CallError, CloudAccess};
@@ -132,6 +130,17 @@ impl CloudSide {
                 return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace)));
             }
         }
+        self.ensure_groups(credential, server_group_names(stack, cluster, nodegroups))
+            .await
+    }
+
+    /// The server groups `wanted` (name, policies), made as `credential` when missing; the
+    /// credential's caller and the groups' ids.
+    async fn ensure_groups(
+        &self,
+        credential: &MadeCredential,
+        wanted: Vec<(String, Vec<String>)>,
+    ) -> Result<Prepared, DriverError> {
         let caller = self
             .access
             .as_credential(&credential.id, &credential.secret)
@@ -139,7 +148,7 @@ impl CloudSide {
             .map_err(refused_credential)?;
         let session = caller.session(&self.access.cloud);
         let mut groups = BTreeMap::new();
-        for (name, policies) in server_group_names(stack, cluster, nodegroups) {
+        for (name, policies) in wanted {
             let group = server_groups::ensure(&session, &name, None, &policies)
                 .await
                 .map_err(|e| looked_up("make the server group", &name, e))?;
@@ -148,64 +157,19 @@ impl CloudSide {
         Ok(Prepared { caller, groups })
     }
 
-    /// magnum-cluster-api's Cluster for a new cluster (its ClusterClass's 39 variables and
-    /// a worker entry per nodegroup), its look-ups made as the cluster's credential.
+    /// magnum-cluster-api's Cluster (v1beta2) for a new cluster on `target`'s class, its
+    /// look-ups made as the cluster's credential.
     pub async fn mcapi_cluster(
         &self,
         prepared: &Prepared,
-        target: (&str, &str),
-        cluster: &Cluster,
-        template: &ClusterTemplate,
-        nodegroups: &[NodeGroup],
+        target: mcapi_objects::Target<'_>,
+        rows: (&Cluster, &ClusterTemplate, &[NodeGroup]),
     ) -> Result<Value, DriverError> {
-        let (stack, namespace) = target;
         let s = prepared.caller.session(&self.access.cloud);
-        let group = |name: &str| prepared.groups.get(name).cloned().unwrap_or_default();
-        let master = nodegroups
-            .iter()
-            .find(|n| n.is_master())
-            .ok_or_else(|| DriverError::rejected("the cluster has no master nodegroup"))?;
-        let facts = cloud_facts::cluster_facts(&s, cluster, template, master, group(stack))
+        mcapi_objects::cluster(&s, target, rows, &prepared.groups, &self.settings)
             .await
-            .map_err(|e| looked_up("look up", "the cluster's resources", e))?;
-        let variables = cluster_variables(cluster, template, &facts, &self.settings)
-            .map_err(|e| DriverError::rejected(e.to_string()))?;
-        let mut machine_deployments = Vec::new();
-        for ng in nodegroups.iter().filter(|n| {
-            !n.is_master()
-                && !n
-                    .status
-                    .as_deref()
-                    .unwrap_or_default()
-                    .starts_with("DELETE")
-        }) {
-            let sg = group(&format!("{stack}-{}", ng.name));
-            let f = cloud_facts::nodegroup_facts(
-                &s,
-                ng,
-                sg,
-                &self.settings,
-                &facts.default_volume_type,
-            )
-            .await
-            .map_err(|e| looked_up("look up", &format!("nodegroup {}'s resources", ng.name), e))?;
-            machine_deployments.push(
-                machine_deployment(cluster, ng, &f)
-                    .map_err(|e| DriverError::rejected(e.to_string()))?,
-            );
-        }
-        mcapi::cluster::cluster_object(
-            stack,
-            namespace,
-            cluster,
-            template,
-            mcapi::cluster::Parts {
-                master_count: master.node_count,
-                machine_deployments,
-                variables,
-            },
-        )
-        .map_err(|e| DriverError::rejected(e.to_string()))
+            .map(mcapi::v1beta2::cluster)
+            .map_err(not_built)
     }
 
     /// The server group of a nodegroup added to the cluster `stack` (magnum-cluster-api's
@@ -228,24 +192,13 @@ impl CloudSide {
         let Some(credential) = secret.as_ref().and_then(cloud_config::credential_of) else {
             return Ok(None);
         };
-        let caller = self
-            .access
-            .as_credential(&credential.id, &credential.secret)
-            .await
-            .map_err(refused_credential)?;
-        let session = caller.session(&self.access.cloud);
-        let mut groups = BTreeMap::new();
-        let wanted = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
-        for (name, policies) in wanted.into_iter().skip(1) {
-            let group = server_groups::ensure(&session, &name, None, &policies)
-                .await
-                .map_err(|e| looked_up("make the server group", &name, e))?;
-            groups.insert(name, group.id);
-        }
-        Ok(Some(Prepared { caller, groups }))
+        let mut wanted = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
+        wanted.remove(0); // the control plane's, made with the cluster
+        self.ensure_groups(&credential, wanted).await.map(Some)
     }
 
-    /// magnum-cluster-api's worker entry for a nodegroup added to the cluster `stack`.
+    /// magnum-cluster-api's worker entry (v1beta2) for a nodegroup added to the cluster
+    /// `stack`.
     pub async fn mcapi_worker_entry(
         &self,
         prepared: &Prepared,
@@ -254,27 +207,17 @@ impl CloudSide {
         nodegroup: &NodeGroup,
     ) -> Result<Value, DriverError> {
         let s = prepared.caller.session(&self.access.cloud);
-        let sg = prepared
-            .groups
-            .get(&format!("{stack}-{}", nodegroup.name))
-            .cloned()
-            .unwrap_or_default();
-        let default_type = match &self.settings.default_boot_volume_type {
-            Some(t) => t.clone(),
-            None => lookups::default_volume_type(&s)
-                .await
-                .map_err(|e| looked_up("look up", "the default volume type", e))?,
-        };
-        let f = cloud_facts::nodegroup_facts(&s, nodegroup, sg, &self.settings, &default_type)
-            .await
-            .map_err(|e| {
-                looked_up(
-                    "look up",
-                    &format!("nodegroup {}'s resources", nodegroup.name),
-                    e,
-                )
-            })?;
-        machine_deployment(cluster, nodegroup, &f).map_err(|e| DriverError::rejected(e.to_string()))
+        mcapi_objects::worker_entry(
+            &s,
+            stack,
+            cluster,
+            nodegroup,
+            &prepared.groups,
+            &self.settings,
+        )
+        .await
+        .map(mcapi::v1beta2::machine_deployment)
+        .map_err(not_built)
     }
 
     /// A deleted nodegroup's server group `<stack>-<nodegroup>`, as the service user.
@@ -328,6 +271,15 @@ fn refused_credential(e: CallError) -> DriverError {
 
 fn unavailable(e: CallError) -> DriverError {
     DriverError::transient(format!("the cloud cannot be reached: {e}"))
+}
+
+/// Why magnum-cluster-api's object could not be built: a look-up's failure as
+/// [`looked_up`], a label mcapi refuses as a refusal.
+fn not_built(e: BuildError) -> DriverError {
+    match e {
+        BuildError::Lookup { what, error } => looked_up("look up", &what, error),
+        other => DriverError::rejected(other.to_string()),
+    }
 }
 
 /// A look-up's failure: passing when the service could not answer, else refused.

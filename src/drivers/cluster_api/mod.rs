@@ -15,6 +15,7 @@ pub mod controller;
 pub mod driver;
 pub mod leader;
 pub mod mcapi;
+pub mod mcapi_objects;
 pub mod progress;
 pub mod slim;
 pub mod status;
@@ -44,8 +45,13 @@ pub struct ClusterApiConfig {
     pub api_version: String,
     /// Namespace of the Cluster objects (magnum-cluster-api's).
     pub namespace: String,
-    /// ClusterClass of new clusters unless the label `capi_cluster_class` names one.
+    /// ClusterClass of new clusters in the `plain` shape unless the label
+    /// `capi_cluster_class` names one.
     pub cluster_class: String,
+    /// ClusterClass of new clusters in magnum-cluster-api's shape unless the label
+    /// `capi_cluster_class` names one: the class the operator's magnum-cluster-api applied
+    /// (`"magnum-" + its version`).
+    pub mcapi_cluster_class: String,
     /// Worker class of new nodegroups unless the label `capi_worker_class` names one.
     pub worker_class: String,
     /// An operation on which Cluster API shows no progress for this long fails.
@@ -118,6 +124,7 @@ impl Default for ClusterApiConfig {
             api_version: "v1beta2".into(),
             namespace: "magnum-system".into(),
             cluster_class: "magnum-v0.38.1".into(),
+            mcapi_cluster_class: mcapi::cluster::CLUSTER_CLASS.into(),
             worker_class: "default-worker".into(),
             progress_deadline_seconds: 1800,
             allow_even_control_plane: false,

@@ -218,6 +218,15 @@ fn label<'a>(cluster: &'a Cluster, template: &'a ClusterTemplate, key: &str) -> 
 pub struct TopologyDefaults {
     pub cluster_class: String,
     pub worker_class: String,
+    /// The class of magnum-cluster-api's shape.
+    pub mcapi_cluster_class: String,
+}
+
+/// The ClusterClass a new cluster names: its label `capi_cluster_class`, else `default`.
+pub fn class_of(cluster: &Cluster, template: &ClusterTemplate, default: &str) -> String {
+    label(cluster, template, "capi_cluster_class")
+        .unwrap_or(default)
+        .to_string()
 }
 
 /// The worker entry of a nodegroup.

@@ -11,7 +11,9 @@ use super::{generation_of, ng_ref, KubeClusterApiDriver};
 use crate::drivers::cluster_api::ca;
 use crate::drivers::cluster_api::client::{delete_secrets, kube_error, ManagementCluster};
 use crate::drivers::cluster_api::cloud_config;
+use crate::drivers::cluster_api::mcapi_objects;
 use crate::drivers::cluster_api::topology;
+use crate::drivers::cluster_api::Shape;
 use crate::drivers::{
     CreateGiven, CreateOutcome, DriverError, Lifecycle, NodeGroupRef, Progress, ResizeRequest,
 };
@@ -48,44 +50,41 @@ impl Lifecycle for KubeClusterApiDriver {
             );
             crate::failpoint::hit("cloud-prepared");
         }
-        // magnum-cluster-api's Cluster (written in its v1beta1, as it writes it), else the
-        // plain topology of the configured class.
-        let (body, resource) = match (self.mcapi_cloud(), &prepared) {
-            (Some(cloud), Some(prepared)) => (
+        // magnum-cluster-api's Cluster on its class, else the plain topology of the
+        // configured class.
+        let body = match (self.mcapi_cloud(), &prepared) {
+            (Some(cloud), Some(prepared)) => {
+                let class =
+                    topology::class_of(cluster, template, &self.defaults.mcapi_cluster_class);
+                let target = mcapi_objects::Target {
+                    stack: &stack,
+                    namespace: &mc.namespace,
+                    class: &class,
+                };
                 cloud
-                    .mcapi_cluster(
-                        prepared,
-                        (&stack, &mc.namespace),
-                        cluster,
-                        template,
-                        nodegroups,
-                    )
-                    .await?,
-                topology::Resources::at("v1beta1").cluster,
-            ),
-            _ if self.shape == crate::drivers::cluster_api::Shape::MagnumClusterApi => {
+                    .mcapi_cluster(prepared, target, (cluster, template, nodegroups))
+                    .await?
+            }
+            _ if self.shape == Shape::MagnumClusterApi => {
                 return Err(DriverError::rejected(
                     "magnum-cluster-api's Cluster needs the cloud: keystone auth mode and the \
                      cluster's application credential",
                 ))
             }
-            _ => (
-                topology::cluster_object(
-                    &stack,
-                    &mc.namespace,
-                    &self.api_version,
-                    cluster,
-                    template,
-                    nodegroups,
-                    &self.defaults,
-                ),
-                self.resources.cluster.clone(),
+            _ => topology::cluster_object(
+                &stack,
+                &mc.namespace,
+                &self.api_version,
+                cluster,
+                template,
+                nodegroups,
+                &self.defaults,
             ),
         };
         let obj: DynamicObject =
             serde_json::from_value(body).map_err(|e| DriverError::rejected(e.to_string()))?;
         let generation = match self
-            .api(mc, &resource)
+            .api(mc, &self.resources.cluster)
             .create(&PostParams::default(), &obj)
             .await
         {
@@ -363,20 +362,16 @@ impl Lifecycle for KubeClusterApiDriver {
         }
         // magnum-cluster-api's entry (its overrides looked up as the cluster's credential),
         // else the plain one.
-        let (entry, resource) = match (self.mcapi_cloud(), &prepared) {
-            (Some(cloud), Some(prepared)) => (
+        let entry = match (self.mcapi_cloud(), &prepared) {
+            (Some(cloud), Some(prepared)) => {
                 cloud
                     .mcapi_worker_entry(prepared, &stack, cluster, nodegroup)
-                    .await?,
-                topology::Resources::at("v1beta1").cluster,
-            ),
-            _ => (
-                topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
-                self.resources.cluster.clone(),
-            ),
+                    .await?
+            }
+            _ => topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
         };
         let wait = self
-            .patch_workers_at(mc, &stack, None, &resource, |c| {
+            .patch_workers(mc, &stack, None, |c| {
                 Ok(topology::machine_deployment_index(c, &nodegroup.name)
                     .is_none()
                     .then(|| topology::add_worker(entry.clone())))

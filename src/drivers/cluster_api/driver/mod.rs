@@ -73,6 +73,7 @@ impl KubeClusterApiDriver {
             defaults: TopologyDefaults {
                 cluster_class: config.cluster_class.clone(),
                 worker_class: config.worker_class.clone(),
+                mcapi_cluster_class: config.mcapi_cluster_class.clone(),
             },
             deadline: Duration::from_secs(config.progress_deadline_seconds),
             allow_even_control_plane: config.allow_even_control_plane,
@@ -178,31 +179,13 @@ impl KubeClusterApiDriver {
         &self,
         mc: &ManagementCluster,
         stack: &str,
-        first_read: Option<Value>,
-        build: F,
-    ) -> Result<WaitOn, DriverError>
-    where
-        F: Fn(&Value) -> Result<Option<json_patch::Patch>, DriverError>,
-    {
-        let resource = self.resources.cluster.clone();
-        self.patch_workers_at(mc, stack, first_read, &resource, build)
-            .await
-    }
-
-    /// [`Self::patch_workers`], the patch sent through `resource` (magnum-cluster-api's
-    /// entries are in its v1beta1; the worker list's paths are the same in both versions).
-    async fn patch_workers_at<F>(
-        &self,
-        mc: &ManagementCluster,
-        stack: &str,
         mut first_read: Option<Value>,
-        resource: &kube::api::ApiResource,
         build: F,
     ) -> Result<WaitOn, DriverError>
     where
         F: Fn(&Value) -> Result<Option<json_patch::Patch>, DriverError>,
     {
-        let api = self.api(mc, resource);
+        let api = self.api(mc, &self.resources.cluster);
         let mut last = String::new();
         for _ in 0..PATCH_ATTEMPTS {
             let current = match first_read.take() {

@@ -21,10 +21,12 @@ pub const DEFAULT_POD_CIDR: &str = "10.100.0.0/16";
 /// `utils.get_kube_tag`'s default.
 pub const DEFAULT_KUBE_TAG: &str = "v1.25.3";
 
-/// What the Cluster is made of besides the Magnum rows: the control plane's size (its
-/// nodegroup's `node_count`, Magnum's `master_count`), the worker entries and the variables
-/// (see [`super::machine_deployment`], [`super::variables`]).
+/// What the Cluster is made of besides the Magnum rows: its ClusterClass, the control
+/// plane's size (its nodegroup's `node_count`, Magnum's `master_count`), the worker entries
+/// and the variables (see [`super::machine_deployment`], [`super::variables`]).
 pub struct Parts {
+    /// [`CLUSTER_CLASS`] unless the operator names another.
+    pub class: String,
     pub master_count: i64,
     pub machine_deployments: Vec<Value>,
     pub variables: Vec<Value>,
@@ -60,7 +62,7 @@ pub fn cluster_object(
                 "services": {"cidrBlocks": [l.text_or("service_cluster_ip_range", "10.254.0.0/16")]},
             },
             "topology": {
-                "class": CLUSTER_CLASS,
+                "class": parts.class,
                 "version": l.text_or("kube_tag", DEFAULT_KUBE_TAG),
                 "controlPlane": {
                     "metadata": {"labels": {"node-role.kubernetes.io/master": ""}},
@@ -92,6 +94,7 @@ mod tests {
             ..ClusterTemplate::default()
         };
         let parts = |n| Parts {
+            class: CLUSTER_CLASS.into(),
             master_count: n,
             machine_deployments: vec![],
             variables: vec![],

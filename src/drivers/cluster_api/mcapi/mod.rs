@@ -4,8 +4,10 @@
 //! `labels` reads labels as mcapi reads them; `variables` gives the class's 39 variables,
 //! `machine_deployment` a nodegroup's worker entry and `cluster` the object around them.
 //! What mcapi looks up in the cloud comes in as facts; nothing here calls anything.
+//! `v1beta2` turns mcapi's v1beta1 objects into the version magnum-rs writes.
 
 pub mod cluster;
 pub mod labels;
 pub mod machine_deployment;
+pub mod v1beta2;
 pub mod variables;
