@@ -265,8 +265,14 @@ async fn upgrade_cluster(
             "Upgrading a cluster when status is \"{current}\""
         )));
     }
-    // The cluster's own driver carries the upgrade out: it must still resolve.
-    state.driver_of(&cluster).await??;
+    // The cluster's own driver carries the upgrade out: it must still resolve, and allow
+    // the move from the cluster's template to the new one.
+    let driver = state.driver_of(&cluster).await??;
+    if let Some(current) = &cluster.cluster_template_id {
+        if let Some(from) = state.store.template_by_uuid(current).await? {
+            driver.validate_upgrade(&from, &new_template)?;
+        }
+    }
     // The same checks again under the rows' locks, in the same order, with the writes.
     let batch = Batch::default()
         .guard(Guard::cluster(&cluster.uuid, tenancy))

@@ -31,6 +31,10 @@ impl From<Refusal> for ApiError {
                 coe,
             },
             Refusal::DriverNotSupported(name) => ApiError::ClusterDriverNotSupported(name),
+            // Magnum has no such check: its driver's upgrade fails later, in Cluster API.
+            Refusal::UpgradeChangesImmutable { .. } => {
+                ApiError::InvalidParameterValue(r.to_string())
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! (`magnum/drivers/common/driver.py`).
 
 use super::Refusal;
-use crate::model::NodeGroup;
+use crate::model::{ClusterTemplate, NodeGroup};
 
 pub trait Allows: Send + Sync {
     /// Cluster create (`enforce_cluster_master_size_supported`): odd sizes ≥ 1.
@@ -28,6 +28,16 @@ pub trait Allows: Send + Sync {
     /// ignores them on the master).
     fn supports_autoscaling(&self, _nodegroup: &NodeGroup) -> bool {
         true
+    }
+
+    /// An upgrade of a cluster on template `from` to template `to`. Magnum lets any
+    /// through.
+    fn validate_upgrade(
+        &self,
+        _from: &ClusterTemplate,
+        _to: &ClusterTemplate,
+    ) -> Result<(), Refusal> {
+        Ok(())
     }
 }
 
@@ -64,6 +74,43 @@ impl Allows for ClusterApiAllows {
     fn supports_autoscaling(&self, nodegroup: &NodeGroup) -> bool {
         !nodegroup.is_master()
     }
+
+    /// An upgrade changes the Kubernetes version and the image; what the template gives the
+    /// cluster's infrastructure otherwise stays. A template that changes the external
+    /// network (CAPO's OpenStackCluster holds it immutable: `TopologyReconciled` would fail
+    /// after the upgrade was accepted) or the network driver (the CNI a ClusterResourceSet
+    /// installed once) is refused before anything is written.
+    fn validate_upgrade(
+        &self,
+        from: &ClusterTemplate,
+        to: &ClusterTemplate,
+    ) -> Result<(), Refusal> {
+        let fields = [
+            (
+                "external_network_id",
+                &from.external_network_id,
+                &to.external_network_id,
+                "Cluster API's OpenStackCluster holds the external network immutable",
+            ),
+            (
+                "network_driver",
+                &from.network_driver,
+                &to.network_driver,
+                "the cluster's network plugin is installed once, at create",
+            ),
+        ];
+        for (field, old, new, why) in fields {
+            if old != new {
+                return Err(Refusal::UpgradeChangesImmutable {
+                    field,
+                    from: old.clone().unwrap_or_default(),
+                    to: new.clone().unwrap_or_default(),
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -88,6 +135,49 @@ mod tests {
                 Err(Refusal::MasterSizeInvalid(n))
             );
         }
+    }
+
+    #[test]
+    fn an_upgrade_keeps_the_external_network_and_the_network_driver() {
+        let from = ClusterTemplate {
+            external_network_id: Some("public".into()),
+            network_driver: Some("calico".into()),
+            image_id: Some("ubuntu-2204-kube-v1.33".into()),
+            ..ClusterTemplate::default()
+        };
+        let newer_image = ClusterTemplate {
+            image_id: Some("ubuntu-2204-kube-v1.34".into()),
+            ..from.clone()
+        };
+        assert_eq!(
+            ClusterApiAllows.validate_upgrade(&from, &newer_image),
+            Ok(())
+        );
+        let other_network = ClusterTemplate {
+            external_network_id: Some("public2".into()),
+            ..newer_image.clone()
+        };
+        let refused = ClusterApiAllows
+            .validate_upgrade(&from, &other_network)
+            .expect_err("refused");
+        assert_eq!(
+            refused.to_string(),
+            "The cluster template's external_network_id cannot change on an upgrade \
+             (\"public\" to \"public2\"): Cluster API's OpenStackCluster holds the external \
+             network immutable"
+        );
+        let cilium = ClusterTemplate {
+            network_driver: Some("cilium".into()),
+            ..newer_image
+        };
+        assert!(matches!(
+            ClusterApiAllows.validate_upgrade(&from, &cilium),
+            Err(Refusal::UpgradeChangesImmutable {
+                field: "network_driver",
+                ..
+            })
+        ));
+        assert_eq!(BaseDriverAllows.validate_upgrade(&from, &cilium), Ok(()));
     }
 
     #[test]

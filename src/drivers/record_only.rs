@@ -119,6 +119,14 @@ impl Allows for RecordOnlyDriver {
     fn supports_autoscaling(&self, nodegroup: &NodeGroup) -> bool {
         self.allows.supports_autoscaling(nodegroup)
     }
+
+    fn validate_upgrade(
+        &self,
+        from: &ClusterTemplate,
+        to: &ClusterTemplate,
+    ) -> Result<(), Refusal> {
+        self.allows.validate_upgrade(from, to)
+    }
 }
 
 #[async_trait]

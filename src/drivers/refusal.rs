@@ -50,6 +50,17 @@ pub enum Refusal {
         os: String,
         coe: String,
     },
+    /// An upgrade to a template that changes what the cluster's infrastructure holds
+    /// immutable (CAPO's OpenStackCluster) or cannot change in place.
+    #[error(
+        "The cluster template's {field} cannot change on an upgrade ({from:?} to {to:?}): {why}"
+    )]
+    UpgradeChangesImmutable {
+        field: &'static str,
+        from: String,
+        to: String,
+        why: &'static str,
+    },
     /// The template names a driver this service does not have (Magnum's
     /// `ClusterDriverNotSupported`).
     #[error("Cluster driver ({0}) not supported.")]

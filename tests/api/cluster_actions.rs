@@ -569,6 +569,53 @@ async fn test_upgrade_ng_not_found() {
     );
 }
 
+/// Not in Magnum (its ClusterAPI driver fails later, in Cluster API's
+/// `TopologyReconciled`): an upgrade to a template with another external network is a 400
+/// before anything is written, naming both values.
+#[tokio::test]
+async fn an_upgrade_to_a_template_with_another_external_network_is_refused_and_changes_nothing() {
+    let (app, rec) = spawn_recording_app().await;
+    let f = upgrade_fixture(&app).await;
+    let r = app
+        .post(
+            "/v1/clustertemplates",
+            &As::member(),
+            json!({"name": "other-network", "coe": "kubernetes", "image_id": "ubuntu-2204-kube",
+                   "cluster_distro": "ubuntu", "external_network_id": "public2",
+                   "labels": {"kube_tag": "v1.31.1"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let before = cluster_doc(&app, &f.cluster).await;
+    let r = upgrade(
+        &app,
+        &f.cluster,
+        &As::member(),
+        Some("container-infra 1.8"),
+        json!({"cluster_template": "other-network"}),
+    )
+    .await;
+    assert_client_error(
+        &r,
+        StatusCode::BAD_REQUEST,
+        "The cluster template's external_network_id cannot change on an upgrade (\"\" to \
+         \"public2\"): Cluster API's OpenStackCluster holds the external network immutable",
+    );
+    app.run_operations().await;
+    assert_eq!(
+        cluster_doc(&app, &f.cluster).await,
+        before,
+        "nothing changed"
+    );
+    assert!(
+        !rec.capi
+            .calls()
+            .iter()
+            .any(|c| matches!(c, Call::Upgrade { .. })),
+        "the driver was not asked"
+    );
+}
+
 #[tokio::test]
 async fn test_upgrade_non_default_ng_invalid_ct() {
     let app = spawn_app().await;

@@ -33,7 +33,7 @@ use crate::drivers::{
     Allows, Certificates, ClusterApiAllows, Driver, DriverError, NodeGroupRef, Refusal, Triple,
     WaitOn,
 };
-use crate::model::{Cluster, NodeGroup};
+use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 
 /// How often a worker-entry patch is retried after the list changed under it.
 const PATCH_ATTEMPTS: usize = 5;
@@ -297,6 +297,14 @@ impl Allows for KubeClusterApiDriver {
 
     fn supports_autoscaling(&self, nodegroup: &NodeGroup) -> bool {
         ClusterApiAllows.supports_autoscaling(nodegroup)
+    }
+
+    fn validate_upgrade(
+        &self,
+        from: &ClusterTemplate,
+        to: &ClusterTemplate,
+    ) -> Result<(), Refusal> {
+        ClusterApiAllows.validate_upgrade(from, to)
     }
 }
 
