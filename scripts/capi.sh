@@ -448,6 +448,8 @@ stop_one() { stop_some "$1"; }
 all_processes() {
   local p
   for p in "$DIR"/bridge-*.pid; do [[ -e "$p" ]] && basename "$p" .pid; done
+  # scripts/capo.sh's manager (its reach bridges are bridge-reach-*.pid, above)
+  if [[ -e "$DIR/capo.pid" ]]; then echo capo; fi
   echo capd cabpk kcp capi kube-apiserver etcd
 }
 

@@ -14,6 +14,19 @@
 #   scripts/mcapi.sh render ROWS    runs scripts/mcapi_render.py ROWS in that venv and prints
 #                                   its JSON (needs the Keystone + OpenStack services named
 #                                   in ROWS; see mcapi_render.py's docstring)
+#   scripts/mcapi.sh apply-class KUBECONFIG [NAMESPACE]
+#                                   applies mcapi's own ClusterClass magnum-v0.38.2 and its 4
+#                                   templates (OpenStackClusterTemplate,
+#                                   OpenStackMachineTemplate, KubeadmControlPlaneTemplate,
+#                                   KubeadmConfigTemplate) in NAMESPACE (default
+#                                   magnum-system; created if missing) of the cluster that
+#                                   KUBECONFIG (usable from this host) points to:
+#                                   `Driver(NAMESPACE).apply_cluster_class()` of the compiled
+#                                   module magnum_cluster_api.abi3.so, loaded on its own (no
+#                                   import of the Python package); it GETs each object, then
+#                                   PUTs or POSTs it. The cluster needs the CAPI and CAPO
+#                                   CRDs (capi.sh start + capo.sh start; see
+#                                   docs/capo-env.md). Prints the ClusterClass name.
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), PYTHON (as for scripts/venv.sh).
 # Pins: scripts/constraints.txt (less its setuptools line: mcapi's resources.py imports
@@ -33,7 +46,7 @@ MCAPI_SHA256=7e32ff3a607e58edacb22edad2e3f61805b892fc73038bdea43eccb498b85875
 DEPS=(pykube-ng==23.6.0 shortuuid python-novaclient python-heatclient python-manilaclient
       kubernetes semver sherlock diskcache eventlet 'setuptools<81')
 
-usage() { echo "usage: $0 install | render ROWS_JSON" >&2; exit 2; }
+usage() { echo "usage: $0 install | render ROWS_JSON | apply-class KUBECONFIG [NAMESPACE]" >&2; exit 2; }
 log() { echo "mcapi.sh: $*" >&2; }
 
 install() {
@@ -83,5 +96,24 @@ case "${1:-}" in
     [[ $# -eq 2 ]] || usage
     venv="$(install)"
     PYTHONDONTWRITEBYTECODE=1 exec "$venv/bin/python" "$HERE/mcapi_render.py" "$2" ;;
+  apply-class)
+    [[ $# -eq 2 || $# -eq 3 ]] || usage
+    [[ -r "$2" ]] || { log "cannot read kubeconfig $2"; exit 1; }
+    venv="$(install)"
+    # kube-rs's Client::try_default() in the compiled module reads KUBECONFIG.
+    KUBECONFIG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")" PYTHONDONTWRITEBYTECODE=1 \
+      exec "$venv/bin/python" - "${3:-magnum-system}" <<'PY'
+import glob, importlib.util, os, sys
+so = glob.glob(os.path.join(sys.prefix, "lib", "python3*", "site-packages",
+                            "magnum_cluster_api", "magnum_cluster_api*.so"))
+if len(so) != 1:
+    sys.exit(f"mcapi.sh: expected one compiled magnum_cluster_api module, found {so}")
+spec = importlib.util.spec_from_file_location("magnum_cluster_api", so[0])
+rs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rs)
+rs.Driver(sys.argv[1]).apply_cluster_class()
+print(rs.CLUSTER_CLASS_NAME)
+PY
+    ;;
   *) usage ;;
 esac

@@ -166,12 +166,19 @@ MAGNUM_RS_TEST_KUBECONFIG="$(KUBE_AUDIT_POLICY="$ROOT/tests/fixtures/kube/audit-
   "$HERE/kube.sh" start "$KUBE_DIR")"
 export MAGNUM_RS_TEST_KUBECONFIG
 
-step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory) with their webhooks"
+step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory, CAPO) with their webhooks"
 # tests/serial/capi_e2e.rs: the controllers do the work; magnum-rs and the CLI drive them.
 "$HERE/capi.sh" build
+"$HERE/capo.sh" build
 "$HERE/capi.sh" stop "$CAPI_DIR" >/dev/null 2>&1 || true
 MAGNUM_RS_TEST_CAPI_ENV="$("$HERE/capi.sh" start "$CAPI_DIR")"
 export MAGNUM_RS_TEST_CAPI_ENV
+# CAPO v0.14.7 in the same namespace, reaching the Keystone and OpenStack services started
+# below at the URLs of their catalog, and magnum-cluster-api 0.38.2's own ClusterClass
+# magnum-v0.38.2 (docs/capo-env.md). capi.sh stop stops CAPO too.
+"$HERE/capo.sh" start "$CAPI_DIR" --reach "$KEYSTONE_PORT,$OPENSTACK_PORT-$((OPENSTACK_PORT + 3))"
+"$HERE/mcapi.sh" apply-class "$(sed -n 's/^KUBECONFIG=//p' "$MAGNUM_RS_TEST_CAPI_ENV")" >/dev/null
+export MAGNUM_RS_TEST_CAPO=1
 
 step "real Keystone 30 (fernet tokens) with magnum-rs in its catalog"
 MAGNUM_RS_TEST_KEYSTONE="$("$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
