@@ -133,6 +133,18 @@ fn topology_pending(cluster: &SlimObject) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The infrastructure provider's words while it blocks the cluster: the message of the
+/// Cluster's v1beta2 `InfrastructureReady` condition when False (CAPO: reason
+/// `OpenStackError` with what Neutron or Nova refused; before its first answer, Cluster
+/// API's "OpenStackCluster status.initialization.provisioned is false").
+fn infrastructure_blocking(cluster: &SlimObject) -> Option<String> {
+    cluster
+        .condition("InfrastructureReady")
+        .filter(|c| c.is("False"))
+        .and_then(|c| c.text())
+        .map(str::to_string)
+}
+
 /// The counters that show progress of one object, as text.
 fn marker_of(obj: Option<&SlimObject>) -> String {
     match obj {
@@ -279,7 +291,14 @@ pub fn verdict(view: &StackView, w: &Awaited<'_>) -> Verdict {
             },
             done => done,
         },
-        None => moving(view, cluster, w),
+        // While the infrastructure is what blocks, its provider's words.
+        None => match (moving(view, cluster, w), infrastructure_blocking(cluster)) {
+            (Verdict::InProgress { marker, .. }, Some(blocked)) => Verdict::InProgress {
+                reason: Some(blocked),
+                marker,
+            },
+            (verdict, _) => verdict,
+        },
     }
 }
 
@@ -460,6 +479,42 @@ mod tests {
         view.control_plane = Some(kcp(3, [3, 3, 3, 3], None));
         view.machines.push(machine("m3", true, "v1.34.0"));
         assert_eq!(verdict(&view, &resize(3, 2)), Verdict::Complete);
+    }
+
+    #[test]
+    fn a_create_the_infrastructure_blocks_shows_capos_own_error() {
+        // As CAPO v0.14.7 reported it against the real Neutron (docs/capo-env.md).
+        let refused = "failed to reconcile external network: failed to get external network: Expected HTTP response code [200] when accessing [GET http://127.0.0.1:15202/v2.0/networks/f7006998-3ad6-4c4b-9ab5-b901f7eafbb0], but got 404 instead";
+        let blocked = slim(json!({"metadata": {"name": "kube-a", "generation": 1},
+            "status": {"conditions": [ok_topology(1),
+                {"type": "InfrastructureReady", "status": "False", "reason": "OpenStackError",
+                 "message": refused}]}}));
+        let create = Awaited {
+            kind: OpKind::CreateCluster,
+            nodegroup: None,
+            control_plane_count: 1,
+            workers: vec![("default-worker", 1)],
+            target_count: None,
+            target_version: None,
+            generation: Some(1),
+        };
+        let mut view = StackView {
+            cluster: Some(blocked),
+            control_plane: Some(kcp(1, [0, 0, 0, 0], None)),
+            ..StackView::default()
+        };
+        match verdict(&view, &create) {
+            Verdict::InProgress { reason, .. } => assert_eq!(reason.as_deref(), Some(refused)),
+            other => panic!("expected in progress, got {other:?}"),
+        }
+        // Ready infrastructure: the control plane's own words again.
+        view.cluster = Some(cluster(1, ok_topology(1)));
+        match verdict(&view, &create) {
+            Verdict::InProgress { reason, .. } => {
+                assert!(!reason.unwrap_or_default().contains("external network"))
+            }
+            other => panic!("expected in progress, got {other:?}"),
+        }
     }
 
     #[test]

@@ -60,13 +60,13 @@ impl Labels {
 
 /// Whether the driver reads a condition (progress.rs): the Cluster's
 /// `TopologyReconciled` and `ControlPlaneAvailable` always; of the others only those that
-/// speak of movement (a True `ScalingUp`/`ScalingDown`/`RollingOut`, a False `Available`),
-/// so an object at rest keeps none.
+/// speak of movement or of what blocks it (a True `ScalingUp`/`ScalingDown`/`RollingOut`,
+/// a False `Available` or `InfrastructureReady`), so an object at rest keeps none.
 fn wanted(kind: &str, status: Option<&str>) -> bool {
     match kind {
         "TopologyReconciled" | "ControlPlaneAvailable" => true,
         "ScalingUp" | "ScalingDown" | "RollingOut" => status == Some("True"),
-        "Available" => status != Some("True"),
+        "Available" | "InfrastructureReady" => status != Some("True"),
         _ => false,
     }
 }
