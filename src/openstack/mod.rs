@@ -9,6 +9,7 @@ pub mod caller;
 pub mod catalog;
 pub mod cloud_access;
 pub mod config;
+pub mod floating_ips;
 pub mod lookups;
 pub mod server_groups;
 pub mod session;

@@ -18,7 +18,7 @@ pub(crate) async fn glance_image(
     name: &str,
     properties: Value,
 ) -> String {
-    let glance = glance_url(ks, token).await;
+    let glance = endpoint_url(ks, token, "image").await;
     let mut body = json!({"name": name, "disk_format": "raw", "container_format": "bare"});
     if let (Some(b), Some(p)) = (body.as_object_mut(), properties.as_object()) {
         b.extend(p.clone());
@@ -35,7 +35,8 @@ pub(crate) async fn glance_image(
     v["id"].as_str().expect("id").to_string()
 }
 
-async fn glance_url(ks: &Keystone, token: &str) -> String {
+/// The public endpoint of `service_type` in the catalog of `token`.
+pub(crate) async fn endpoint_url(ks: &Keystone, token: &str, service_type: &str) -> String {
     let resp = reqwest::Client::new()
         .get(format!("{}/auth/tokens", ks.url))
         .header("X-Auth-Token", token)
@@ -48,7 +49,7 @@ async fn glance_url(ks: &Keystone, token: &str) -> String {
         .as_array()
         .expect("catalog")
         .iter()
-        .filter(|s| s["type"] == "image")
+        .filter(|s| s["type"] == service_type)
         .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
         .find(|e| e["interface"] == "public")
         .and_then(|e| {
@@ -56,7 +57,9 @@ async fn glance_url(ks: &Keystone, token: &str) -> String {
                 .as_str()
                 .map(|u| u.trim_end_matches('/').to_string())
         })
-        .expect("a public image endpoint in the catalog: run scripts/openstack.sh")
+        .unwrap_or_else(|| {
+            panic!("a public {service_type} endpoint in the catalog: run scripts/openstack.sh")
+        })
 }
 
 fn refused(r: &crate::keystone_auth::Reply) -> (u16, String) {

@@ -286,13 +286,14 @@ async fn wait_created(port: u16, token: &str, cluster: &str) {
     }
 }
 
-struct Cli {
+/// The real `openstack` CLI with password auth through the test Keystone's clouds.yaml.
+pub(crate) struct Cli {
     bin: String,
     clouds: PathBuf,
 }
 
 impl Cli {
-    fn new(ks: &Keystone) -> Cli {
+    pub(crate) fn new(ks: &Keystone) -> Cli {
         Cli {
             bin: std::env::var("MAGNUM_RS_OPENSTACK").unwrap_or_else(|_| {
                 panic!("MAGNUM_RS_OPENSTACK is not set: run scripts/test.sh, which installs the openstack CLI")
@@ -302,7 +303,7 @@ impl Cli {
     }
 
     /// `openstack --os-cloud ks-<who> ARGS` (password auth, catalog lookup).
-    fn run(&self, who: &str, args: &[&str]) -> (i32, String, String) {
+    pub(crate) fn run(&self, who: &str, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(&self.bin)
             .env("OS_CLIENT_CONFIG_FILE", &self.clouds)
             .args(["--os-cloud", &format!("ks-{who}")])
@@ -316,7 +317,7 @@ impl Cli {
         )
     }
 
-    fn ok(&self, who: &str, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, who: &str, args: &[&str]) -> String {
         let (code, out, err) = self.run(who, args);
         assert_eq!(code, 0, "openstack as {who} {args:?}: {out}{err}");
         out

@@ -22,5 +22,6 @@ mod deploy_rbac;
 mod keystone_auth;
 mod lease;
 mod magnum_database_admin;
+mod mcapi_capo;
 mod mcapi_differential;
 mod openstack_lookups;

@@ -22,7 +22,7 @@ use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::openstack::application_credentials::{self, MadeCredential};
 use crate::openstack::lookups::LookupError;
 use crate::openstack::Caller;
-use crate::openstack::{server_groups, CallError, CloudAccess};
+use crate::openstack::{floating_ips, server_groups, CallError, CloudAccess};
 use serde_json::Value;
 
 /// Where the system keeps its CA bundle (Debian's, which certifi's mirrors), for a cloud
@@ -235,12 +235,28 @@ impl CloudSide {
             .map_err(|e| looked_up("delete the server group", &name, e))
     }
 
-    /// The server groups and the credential, once the Cluster is gone, as the service user
-    /// (across projects, only the cluster's project's groups).
-    pub async fn clean_up(&self, stack: &str, cluster: &Cluster) -> Result<(), DriverError> {
+    /// The server groups, the floating IPs CAPO left and the credential, once the Cluster
+    /// `(namespace, stack)` is gone, as the service user (across projects, only the
+    /// cluster's project's).
+    pub async fn clean_up(
+        &self,
+        (namespace, stack): (&str, &str),
+        cluster: &Cluster,
+    ) -> Result<(), DriverError> {
         let caller = self.access.as_service().await.map_err(unavailable)?;
         let session = caller.session(&self.access.cloud);
         let project = cluster.project_id.as_deref();
+        // CAPO's API server address of a cluster without a load balancer, which CAPO
+        // deletes only with the machine it was attached to (magnum-cluster-api leaves it).
+        let description = floating_ips::capo_description(namespace, stack);
+        let left = floating_ips::described(&session, project, &description)
+            .await
+            .map_err(|e| looked_up("list the floating IPs of", stack, e))?;
+        for ip in left {
+            floating_ips::delete_id(&session, &ip.id)
+                .await
+                .map_err(|e| looked_up("delete the floating IP", &ip.floating_ip_address, e))?;
+        }
         let prefix = format!("{stack}-");
         let groups = server_groups::list(&session, project, true)
             .await

@@ -156,7 +156,7 @@ impl Lifecycle for KubeClusterApiDriver {
         // The cloud's side first: the cloud-config Secret holds the credential until the
         // credential itself is gone.
         if let Some(cloud) = &self.cloud {
-            cloud.clean_up(stack, cluster).await?;
+            cloud.clean_up((&mc.namespace, stack), cluster).await?;
             crate::failpoint::hit("cloud-cleaned-up");
         }
         delete_secrets(mc, &names).await
