@@ -331,7 +331,7 @@ impl Story<'_> {
             sfx,
         } = *self;
         // The seed's template and cluster, through the CLI as demo.
-        let cli = Cli::new(&ks);
+        let cli = Cli::new(ks);
         let template = format!("capo-{sfx}");
         cli.ok(
             "demo",
@@ -344,7 +344,7 @@ impl Story<'_> {
                 "--coe",
                 "kubernetes",
                 "--image",
-                &image,
+                image,
                 "--flavor",
                 "m1.small",
                 "--master-flavor",
@@ -379,7 +379,7 @@ impl Story<'_> {
         );
         let shown = wait_cluster(
             port,
-            &demo,
+            demo,
             &name,
             "its Cluster API name",
             RENDER_TIMEOUT,
@@ -424,7 +424,7 @@ impl Story<'_> {
         let cp_template = env
             .wait_for("the control plane's machine template", || {
                 machine_template(
-                    &env,
+                    env,
                     &kcp,
                     "/spec/machineTemplate/spec/infrastructureRef/name",
                 )
@@ -432,12 +432,12 @@ impl Story<'_> {
             .await;
         let md = env
             .wait_for("the default worker's MachineDeployment", || {
-                machine_deployment(&env, &res, &stack, "default-worker")
+                machine_deployment(env, res, &stack, "default-worker")
             })
             .await;
         let worker_template = env
             .wait_for("the default worker's machine template", || {
-                machine_template(&env, &md, "/spec/template/spec/infrastructureRef/name")
+                machine_template(env, &md, "/spec/template/spec/infrastructureRef/name")
             })
             .await;
         eprintln!("OpenStackCluster: {osc}");
@@ -494,7 +494,7 @@ impl Story<'_> {
         // CAPO's own refusal (Neutron's quota) reaches status_reason, then fails the create.
         let waiting = wait_cluster(
             port,
-            &demo,
+            demo,
             &name,
             "CAPO's refusal in status_reason",
             RENDER_TIMEOUT,
@@ -508,7 +508,7 @@ impl Story<'_> {
         assert_eq!(waiting["status"], "CREATE_IN_PROGRESS", "{waiting}");
         let failed = wait_cluster(
             port,
-            &demo,
+            demo,
             &name,
             "CREATE_FAILED",
             Duration::from_secs(DEADLINE_SECS * 3),
@@ -560,12 +560,12 @@ impl Story<'_> {
         );
         let big = env
             .wait_for("nodegroup big's MachineDeployment", || {
-                machine_deployment(&env, &res, &stack, "big")
+                machine_deployment(env, res, &stack, "big")
             })
             .await;
         let big_template = env
             .wait_for("nodegroup big's machine template", || {
-                machine_template(&env, &big, "/spec/template/spec/infrastructureRef/name")
+                machine_template(env, &big, "/spec/template/spec/infrastructureRef/name")
             })
             .await;
         let b = &big_template["spec"]["template"]["spec"];
@@ -611,7 +611,7 @@ impl Story<'_> {
         cli.ok("demo", &["coe", "cluster", "delete", &name]);
         wait_cluster(
             port,
-            &demo,
+            demo,
             &name,
             "the cluster to be gone",
             Duration::from_secs(180),
@@ -627,7 +627,7 @@ impl Story<'_> {
             .await
             .is_none());
         assert_eq!(
-            application_credentials::find(&session, &demo_user, &uuid)
+            application_credentials::find(&session, demo_user, &uuid)
                 .await
                 .expect("keystone answers"),
             None,
@@ -647,8 +647,8 @@ impl Story<'_> {
             );
         }
         let (_, nets) = neutron(
-            &neutron_url,
-            &demo,
+            neutron_url,
+            demo,
             reqwest::Method::GET,
             "/v2.0/networks",
             None,
