@@ -20,7 +20,7 @@ use super::mcapi_objects::{self, BuildError};
 use crate::drivers::DriverError;
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::openstack::application_credentials::{self, MadeCredential};
-use crate::openstack::lookups::LookupError;
+use crate::openstack::lookups::{self, LookupError};
 use crate::openstack::Caller;
 use crate::openstack::{floating_ips, server_groups, CallError, CloudAccess};
 use serde_json::Value;
@@ -183,18 +183,55 @@ impl CloudSide {
         cluster: &Cluster,
         nodegroup: &NodeGroup,
     ) -> Result<Option<Prepared>, DriverError> {
+        let Some(credential) = self.stored_credential(mc, stack).await? else {
+            return Ok(None);
+        };
+        let mut wanted = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
+        wanted.remove(0); // the control plane's, made with the cluster
+        self.ensure_groups(&credential, wanted).await.map(Some)
+    }
+
+    /// The credential in the cluster's `<stack>-cloud-config` Secret, if it has one.
+    async fn stored_credential(
+        &self,
+        mc: &ManagementCluster,
+        stack: &str,
+    ) -> Result<Option<MadeCredential>, DriverError> {
         let name = cloud_config::secret_name(stack);
         let api: Api<KubeSecret> = Api::namespaced(mc.client.clone(), &mc.namespace);
         let secret = api
             .get_opt(&name)
             .await
             .map_err(|e| kube_error(e, &format!("Secret {}/{name}", mc.namespace)))?;
-        let Some(credential) = secret.as_ref().and_then(cloud_config::credential_of) else {
-            return Ok(None);
-        };
-        let mut wanted = server_group_names(stack, cluster, std::slice::from_ref(nodegroup));
-        wanted.remove(0); // the control plane's, made with the cluster
-        self.ensure_groups(&credential, wanted).await.map(Some)
+        Ok(secret.as_ref().and_then(cloud_config::credential_of))
+    }
+
+    /// The image an upgrade moves the cluster `stack` to, looked up in Glance as the
+    /// cluster's credential (magnum-cluster-api's `upgrade_cluster`: id and `hw_disk_bus`).
+    pub async fn upgrade_image(
+        &self,
+        mc: &ManagementCluster,
+        stack: &str,
+        ident: &str,
+    ) -> Result<mcapi::upgrade::NewImage, DriverError> {
+        let credential = self.stored_credential(mc, stack).await?.ok_or_else(|| {
+            DriverError::rejected(format!(
+                "the cluster has no {} Secret to look its new image up with",
+                cloud_config::secret_name(stack)
+            ))
+        })?;
+        let caller = self
+            .access
+            .as_credential(&credential.id, &credential.secret)
+            .await
+            .map_err(refused_credential)?;
+        let image = lookups::find_image(&caller.session(&self.access.cloud), ident)
+            .await
+            .map_err(|e| looked_up("look up", &format!("the image {ident}"), e))?;
+        Ok(mcapi::upgrade::NewImage {
+            id: image.id,
+            hw_disk_bus: image.hw_disk_bus,
+        })
     }
 
     /// magnum-cluster-api's worker entry (v1beta2) for a nodegroup added to the cluster

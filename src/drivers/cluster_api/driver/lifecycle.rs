@@ -11,6 +11,7 @@ use super::{generation_of, ng_ref, KubeClusterApiDriver};
 use crate::drivers::cluster_api::ca;
 use crate::drivers::cluster_api::client::{delete_secrets, kube_error, ManagementCluster};
 use crate::drivers::cluster_api::cloud_config;
+use crate::drivers::cluster_api::mcapi;
 use crate::drivers::cluster_api::mcapi_objects;
 use crate::drivers::cluster_api::topology;
 use crate::drivers::cluster_api::Shape;
@@ -331,13 +332,29 @@ impl Lifecycle for KubeClusterApiDriver {
                 generation_of(&current),
             )));
         }
+        // On magnum-cluster-api's class the images move with the version, as its upgrade
+        // moves them (the new template's image, looked up as the cluster's credential).
+        let patch = if mcapi::upgrade::is_mcapi(&current) {
+            let cloud = self.cloud.as_ref().ok_or_else(|| {
+                DriverError::rejected(
+                    "upgrading a cluster on magnum-cluster-api's class needs the new \
+                     template's image from Glance: keystone auth mode",
+                )
+            })?;
+            let ident = template
+                .image_id
+                .as_deref()
+                .ok_or_else(|| DriverError::rejected("the cluster template has no image"))?;
+            let image = cloud.upgrade_image(mc, &stack, ident).await?;
+            Patch::Json::<Value>(mcapi::upgrade::upgrade_patch(
+                &current, &version, class, &image,
+            ))
+        } else {
+            Patch::Merge(topology::upgrade(&version, class, &self.api_version))
+        };
         let patched = self
             .api(mc, &self.resources.cluster)
-            .patch(
-                &stack,
-                &PatchParams::default(),
-                &Patch::Merge(&topology::upgrade(&version, class, &self.api_version)),
-            )
+            .patch(&stack, &PatchParams::default(), &patch)
             .await
             .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
         Ok(Progress::Waiting(self.wait_on(

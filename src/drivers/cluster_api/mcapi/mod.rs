@@ -9,5 +9,6 @@
 pub mod cluster;
 pub mod labels;
 pub mod machine_deployment;
+pub mod upgrade;
 pub mod v1beta2;
 pub mod variables;
