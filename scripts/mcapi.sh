@@ -14,6 +14,15 @@
 #   scripts/mcapi.sh render ROWS    runs scripts/mcapi_render.py ROWS in that venv and prints
 #                                   its JSON (needs the Keystone + OpenStack services named
 #                                   in ROWS; see mcapi_render.py's docstring)
+#   scripts/mcapi.sh create ROWS    runs scripts/mcapi_drive.py create ROWS: mcapi's own driver
+#                                   creates the cluster through Magnum's conductor code, with
+#                                   the rows in a real Magnum database (ROWS "database", from
+#                                   magnum-db.sh create) and the Cluster in a real management
+#                                   cluster (ROWS "kubeconfig"); prints {"uuid", "stack_id", ...}.
+#                                   helm is a shim (empty manifests); see mcapi_drive.py.
+#   scripts/mcapi.sh delete ROWS    mcapi's delete_cluster, then Magnum's periodic status sync
+#                                   until the rows are gone (app credential, Secrets, server
+#                                   groups go on the way)
 #   scripts/mcapi.sh apply-class KUBECONFIG [NAMESPACE]
 #                                   applies mcapi's own ClusterClass magnum-v0.38.2 and its 4
 #                                   templates (OpenStackClusterTemplate,
@@ -46,7 +55,7 @@ MCAPI_SHA256=7e32ff3a607e58edacb22edad2e3f61805b892fc73038bdea43eccb498b85875
 DEPS=(pykube-ng==23.6.0 shortuuid python-novaclient python-heatclient python-manilaclient
       kubernetes semver sherlock diskcache eventlet 'setuptools<81')
 
-usage() { echo "usage: $0 install | render ROWS_JSON | apply-class KUBECONFIG [NAMESPACE]" >&2; exit 2; }
+usage() { echo "usage: $0 install | render|create|delete ROWS_JSON | apply-class KUBECONFIG [NAMESPACE]" >&2; exit 2; }
 log() { echo "mcapi.sh: $*" >&2; }
 
 install() {
@@ -96,6 +105,10 @@ case "${1:-}" in
     [[ $# -eq 2 ]] || usage
     venv="$(install)"
     PYTHONDONTWRITEBYTECODE=1 exec "$venv/bin/python" "$HERE/mcapi_render.py" "$2" ;;
+  create|delete)
+    [[ $# -eq 2 ]] || usage
+    venv="$(install)"
+    PYTHONDONTWRITEBYTECODE=1 exec "$venv/bin/python" "$HERE/mcapi_drive.py" "$1" "$2" ;;
   apply-class)
     [[ $# -eq 2 || $# -eq 3 ]] || usage
     [[ -r "$2" ]] || { log "cannot read kubeconfig $2"; exit 1; }

@@ -37,7 +37,7 @@ use crate::openstack_lookups::{demo_token, services};
 const RENDER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The ClusterAPI driver's progress deadline here: an operation the infrastructure blocks
 /// fails after it.
-const DEADLINE_SECS: u64 = 40;
+const DEADLINE_SECS: u64 = 25;
 
 /// The controllers' environment with CAPO, and a client on it.
 struct Env {
@@ -239,15 +239,24 @@ async fn the_seed_story_on_magnum_cluster_apis_class_with_capo_and_the_real_clou
         .expect("network public")
         .to_string();
 
-    // demo's project may make no router: CAPO's reconcile of the cluster network is refused
-    // by the real Neutron (restored below).
+    // demo's project may make no further router: CAPO's reconcile of the cluster network is
+    // refused by the real Neutron (Neutron's defaults are back at the end).
     let quota_path = format!("/v2.0/quotas/{demo_project}");
+    let (_, routers) = neutron(
+        &neutron_url,
+        &admin,
+        reqwest::Method::GET,
+        &format!("/v2.0/routers?project_id={demo_project}"),
+        None,
+    )
+    .await;
+    let used = routers["routers"].as_array().map_or(0, Vec::len);
     let (code, q) = neutron(
         &neutron_url,
         &admin,
         reqwest::Method::PUT,
         &quota_path,
-        Some(json!({"quota": {"router": 0}})),
+        Some(json!({"quota": {"router": used}})),
     )
     .await;
     assert_eq!(code, 200, "{q}");
@@ -558,9 +567,17 @@ impl Story<'_> {
                 "1",
             ],
         );
+        // Its entry is added once its server group exists (a refusal, such as Nova's
+        // quota of server groups, fails it: shown at once).
+        let ng_path = format!("/v1/clusters/{name}/nodegroups/big");
         let big = env
-            .wait_for("nodegroup big's MachineDeployment", || {
-                machine_deployment(env, res, &stack, "big")
+            .wait_for("nodegroup big's MachineDeployment", || async {
+                let md = machine_deployment(env, res, &stack, "big").await;
+                if md.is_none() {
+                    let ng = call(port, "GET", &ng_path, Some(demo), None).await;
+                    assert_ne!(ng.body["status"], "CREATE_FAILED", "{}", ng.body);
+                }
+                md
             })
             .await;
         let big_template = env
