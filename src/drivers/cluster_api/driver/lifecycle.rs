@@ -334,7 +334,7 @@ impl Lifecycle for KubeClusterApiDriver {
         }
         // On magnum-cluster-api's class the images move with the version, as its upgrade
         // moves them (the new template's image, looked up as the cluster's credential).
-        let patch = if mcapi::upgrade::is_mcapi(&current) {
+        let patch = if mcapi::cluster::is_mcapi(&current) {
             let cloud = self.cloud.as_ref().ok_or_else(|| {
                 DriverError::rejected(
                     "upgrading a cluster on magnum-cluster-api's class needs the new \
@@ -377,21 +377,35 @@ impl Lifecycle for KubeClusterApiDriver {
                 .prepare_nodegroup(mc, &stack, cluster, nodegroup)
                 .await?;
         }
-        // magnum-cluster-api's entry (its overrides looked up as the cluster's credential),
-        // else the plain one.
-        let entry = match (self.mcapi_cloud(), &prepared) {
-            (Some(cloud), Some(prepared)) => {
+        // The entry of the Cluster's own shape: magnum-cluster-api's on its class (its
+        // overrides looked up as the cluster's credential; also for a cluster mcapi
+        // created), else the plain one.
+        let mcapi_entry = match (&self.cloud, &prepared) {
+            (Some(cloud), Some(prepared)) => Some(
                 cloud
                     .mcapi_worker_entry(prepared, &stack, cluster, nodegroup)
-                    .await?
-            }
-            _ => topology::worker_entry(nodegroup, &self.defaults.worker_class, false),
+                    .await?,
+            ),
+            _ => None,
         };
+        let plain_entry = topology::worker_entry(nodegroup, &self.defaults.worker_class, false);
         let wait = self
             .patch_workers(mc, &stack, None, |c| {
-                Ok(topology::machine_deployment_index(c, &nodegroup.name)
-                    .is_none()
-                    .then(|| topology::add_worker(entry.clone())))
+                if topology::machine_deployment_index(c, &nodegroup.name).is_some() {
+                    return Ok(None);
+                }
+                let entry = if mcapi::cluster::is_mcapi(c) {
+                    mcapi_entry.clone().ok_or_else(|| {
+                        DriverError::rejected(
+                            "a nodegroup of a cluster on magnum-cluster-api's class needs its \
+                             flavor, image and server group from the cloud: keystone auth mode \
+                             and the cluster's cloud-config Secret",
+                        )
+                    })?
+                } else {
+                    plain_entry.clone()
+                };
+                Ok(Some(topology::add_worker(entry)))
             })
             .await?;
         Ok(Progress::Waiting(wait))

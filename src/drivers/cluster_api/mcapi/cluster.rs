@@ -32,6 +32,15 @@ pub struct Parts {
     pub variables: Vec<Value>,
 }
 
+/// Whether a Cluster (either version) is on magnum-cluster-api's class: its topology has an `imageUUID`
+/// variable.
+pub fn is_mcapi(cluster: &Value) -> bool {
+    cluster
+        .pointer("/spec/topology/variables")
+        .and_then(Value::as_array)
+        .is_some_and(|vars| vars.iter().any(|v| v["name"] == "imageUUID"))
+}
+
 /// The Cluster named `stack` in `namespace`.
 pub fn cluster_object(
     stack: &str,

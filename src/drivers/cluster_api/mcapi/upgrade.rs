@@ -9,6 +9,9 @@ use json_patch::jsonptr;
 use json_patch::{Patch, PatchOperation, ReplaceOperation, TestOperation};
 use serde_json::{json, Value};
 
+#[cfg(test)]
+use super::cluster::is_mcapi;
+
 /// The new template's image, as mcapi looks it up in Glance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NewImage {
@@ -21,15 +24,6 @@ const IMAGE_VARIABLES: [&str; 2] = ["imageUUID", "hardwareDiskBus"];
 
 fn pointer(p: &str) -> jsonptr::PointerBuf {
     jsonptr::PointerBuf::parse(p).unwrap_or_default()
-}
-
-/// Whether the Cluster is on magnum-cluster-api's class: its topology has an `imageUUID`
-/// variable.
-pub fn is_mcapi(cluster: &Value) -> bool {
-    cluster
-        .pointer("/spec/topology/variables")
-        .and_then(Value::as_array)
-        .is_some_and(|vars| vars.iter().any(|v| v["name"] == "imageUUID"))
 }
 
 /// The value an image variable takes.
