@@ -103,6 +103,38 @@ pub fn count_watch_error(e: &watcher::Error) {
 
 /// Deletes the Secrets `names` in the management cluster's namespace; one already gone is
 /// done.
+/// Deletes the ClusterResourceSets `names` of the namespace (gone already, or no such kind
+/// on the management cluster: done).
+pub async fn delete_resource_sets(
+    mc: &ManagementCluster,
+    names: &[String],
+) -> Result<(), DriverError> {
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(
+            "addons.cluster.x-k8s.io",
+            "v1beta2",
+            "ClusterResourceSet",
+        ),
+        "clusterresourcesets",
+    );
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(mc.client.clone(), &mc.namespace, &ar);
+    for name in names {
+        match api.delete(name, &kube::api::DeleteParams::default()).await {
+            Ok(_) => {}
+            // A 404 of the object, or of the whole kind (a plain-text `404 page not found`).
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => {
+                return Err(kube_error(
+                    e,
+                    &format!("ClusterResourceSet {}/{name}", mc.namespace),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 pub async fn delete_secrets(mc: &ManagementCluster, names: &[String]) -> Result<(), DriverError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(mc.client.clone(), &mc.namespace);

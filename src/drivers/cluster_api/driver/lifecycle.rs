@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::{generation_of, ng_ref, KubeClusterApiDriver};
 use crate::drivers::cluster_api::ca;
-use crate::drivers::cluster_api::client::{delete_secrets, kube_error, ManagementCluster};
+use crate::drivers::cluster_api::client::{
+    delete_resource_sets, delete_secrets, kube_error, ManagementCluster,
+};
 use crate::drivers::cluster_api::cloud_config;
 use crate::drivers::cluster_api::mcapi;
 use crate::drivers::cluster_api::mcapi_objects;
@@ -160,6 +162,11 @@ impl Lifecycle for KubeClusterApiDriver {
             cloud.clean_up((&mc.namespace, stack), cluster).await?;
             crate::failpoint::hit("cloud-cleaned-up");
         }
+        // The add-ons' ClusterResourceSets and Secrets of a cluster magnum-cluster-api
+        // created, named as its delete names them.
+        let add_ons = [cluster.uuid.clone(), format!("{stack}-cloud-provider")];
+        delete_resource_sets(mc, &add_ons).await?;
+        names.extend(add_ons);
         delete_secrets(mc, &names).await
     }
 
