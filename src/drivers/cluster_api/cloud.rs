@@ -141,11 +141,7 @@ impl CloudSide {
         credential: &MadeCredential,
         wanted: Vec<(String, Vec<String>)>,
     ) -> Result<Prepared, DriverError> {
-        let caller = self
-            .access
-            .as_credential(&credential.id, &credential.secret)
-            .await
-            .map_err(refused_credential)?;
+        let caller = self.caller_of(credential).await?;
         let session = caller.session(&self.access.cloud);
         let mut groups = BTreeMap::new();
         for (name, policies) in wanted {
@@ -191,6 +187,14 @@ impl CloudSide {
         self.ensure_groups(&credential, wanted).await.map(Some)
     }
 
+    /// Calls as the cluster's application credential.
+    async fn caller_of(&self, credential: &MadeCredential) -> Result<Caller, DriverError> {
+        self.access
+            .as_credential(&credential.id, &credential.secret)
+            .await
+            .map_err(refused_credential)
+    }
+
     /// The credential in the cluster's `<stack>-cloud-config` Secret, if it has one.
     async fn stored_credential(
         &self,
@@ -220,11 +224,7 @@ impl CloudSide {
                 cloud_config::secret_name(stack)
             ))
         })?;
-        let caller = self
-            .access
-            .as_credential(&credential.id, &credential.secret)
-            .await
-            .map_err(refused_credential)?;
+        let caller = self.caller_of(&credential).await?;
         let image = lookups::find_image(&caller.session(&self.access.cloud), ident)
             .await
             .map_err(|e| looked_up("look up", &format!("the image {ident}"), e))?;

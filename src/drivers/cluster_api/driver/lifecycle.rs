@@ -354,7 +354,11 @@ impl Lifecycle for KubeClusterApiDriver {
                 .ok_or_else(|| DriverError::rejected("the cluster template has no image"))?;
             let image = cloud.upgrade_image(mc, &stack, ident).await?;
             Patch::Json::<Value>(mcapi::upgrade::upgrade_patch(
-                &current, &version, class, &image,
+                &current,
+                &self.api_version,
+                &version,
+                class,
+                &image,
             ))
         } else {
             Patch::Merge(topology::upgrade(&version, class, &self.api_version))

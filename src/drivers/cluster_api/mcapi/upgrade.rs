@@ -61,10 +61,20 @@ fn replace_in(list: Option<&Value>, base: &str, image: &NewImage, ops: &mut Vec<
     }
 }
 
+/// Where a Cluster of `api_version` names its class.
+fn class_path(api_version: &str) -> &'static str {
+    if api_version == "v1beta1" {
+        "/spec/topology/class"
+    } else {
+        "/spec/topology/classRef/name"
+    }
+}
+
 /// The JSON patch of an upgrade to `version` on `image` (and `class`, when the template
-/// names one) of the v1beta2 Cluster `cluster`.
+/// names one) of `cluster`, read in `api_version`.
 pub fn upgrade_patch(
     cluster: &Value,
+    api_version: &str,
     version: &str,
     class: Option<&str>,
     image: &NewImage,
@@ -75,7 +85,7 @@ pub fn upgrade_patch(
     })];
     if let Some(c) = class {
         ops.push(PatchOperation::Replace(ReplaceOperation {
-            path: pointer("/spec/topology/classRef/name"),
+            path: pointer(class_path(api_version)),
             value: json!(c),
         }));
     }
@@ -142,7 +152,7 @@ mod tests {
             id: "new-image".into(),
             hw_disk_bus: Some("scsi".into()),
         };
-        let patch = upgrade_patch(&c, "v1.34.1", None, &image);
+        let patch = upgrade_patch(&c, "v1beta2", "v1.34.1", None, &image);
         let mut upgraded = c.clone();
         json_patch::patch(&mut upgraded, &patch).expect("applies");
         let mut expected = c;
@@ -161,6 +171,7 @@ mod tests {
         let c = cluster();
         let patch = upgrade_patch(
             &c,
+            "v1beta2",
             "v1.34.1",
             None,
             &NewImage {
@@ -174,6 +185,28 @@ mod tests {
             .expect("list");
         mds.swap(0, 1);
         assert!(json_patch::patch(&mut moved, &patch).is_err());
+    }
+
+    #[test]
+    fn a_class_the_template_names_goes_where_the_version_read_keeps_it() {
+        let image = NewImage::default();
+        for (version, path) in [
+            ("v1beta2", "/spec/topology/classRef/name"),
+            ("v1beta1", "/spec/topology/class"),
+        ] {
+            let patch = upgrade_patch(
+                &json!({}),
+                version,
+                "v1.34.1",
+                Some("magnum-v0.39.0"),
+                &image,
+            );
+            let to_class = patch
+                .0
+                .iter()
+                .any(|op| matches!(op, PatchOperation::Replace(r) if r.path.as_str() == path));
+            assert!(to_class, "{version}: {patch:?}");
+        }
     }
 
     #[test]
