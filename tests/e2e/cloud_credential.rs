@@ -51,7 +51,7 @@ async fn kube_namespace() -> (kube::Client, String, String) {
     (client, ns, kubeconfig)
 }
 
-/// Polls `GET path` as `token` until `check` holds (bounded).
+/// Polls `GET path` as `token` until `check` holds (bounded: 90 s).
 async fn wait_for(
     port: u16,
     token: &str,
@@ -59,7 +59,19 @@ async fn wait_for(
     what: &str,
     check: impl Fn(u16, &Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(90);
+    wait_for_within(port, token, path, what, Duration::from_secs(90), check).await
+}
+
+/// [`wait_for`] bounded by `timeout`.
+pub(crate) async fn wait_for_within(
+    port: u16,
+    token: &str,
+    path: &str,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(u16, &Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + timeout;
     loop {
         let r = call(port, "GET", path, Some(token), None).await;
         if check(r.status, &r.body) {

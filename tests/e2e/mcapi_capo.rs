@@ -28,6 +28,7 @@ use magnum_rs::openstack::{
 };
 use serde_json::{json, Value};
 
+use crate::cloud_credential::wait_for_within;
 use crate::cloud_validation::{endpoint_url, glance_image};
 use crate::keystone_auth::{call, magnum, Cli, Keystone, TURN};
 use crate::openstack_lookups::{demo_token, services};
@@ -176,27 +177,8 @@ async fn wait_cluster(
     timeout: Duration,
     check: impl Fn(u16, &Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let r = call(
-            port,
-            "GET",
-            &format!("/v1/clusters/{cluster}"),
-            Some(token),
-            None,
-        )
-        .await;
-        if check(r.status, &r.body) {
-            return r.body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; last: {} {}",
-            r.status,
-            r.body
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let path = format!("/v1/clusters/{cluster}");
+    wait_for_within(port, token, &path, what, timeout, check).await
 }
 
 #[tokio::test]
