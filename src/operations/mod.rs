@@ -17,7 +17,12 @@
 //! desired state and send nothing when it is already applied, so a repeated call has the
 //! effect of one. Of several pending resizes of one nodegroup only the newest runs, and a
 //! newer resize supersedes a waiting one.
+//!
+//! Work another conductor began on this database (a cluster `*_IN_PROGRESS` that nothing of
+//! ours follows) is adopted as waiting operations each time the conductor role starts
+//! ([`adoption`]).
 
+pub mod adoption;
 pub mod certificates;
 pub mod cluster_driver;
 pub mod conductor;

@@ -5,9 +5,11 @@
 
 use super::Conductor;
 
-/// Runs what Magnum's conductor does (the operations worker and the drivers' watchers)
-/// until `stop` turns true.
+/// Runs what Magnum's conductor does (the operations worker and the drivers' watchers,
+/// after adopting work another conductor began) until `stop` turns true.
 async fn conduct(state: Conductor, stop: tokio::sync::watch::Receiver<bool>) {
+    // Before the controllers list: what they reconcile first includes the adopted work.
+    super::adoption::adopt_in_flight(&state).await;
     let watchers = super::start_controllers(&state);
     let heartbeat = tokio::spawn(crate::mservice::heartbeat(
         state.store.clone(),

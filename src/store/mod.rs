@@ -3,6 +3,7 @@
 //! SQL text on both (see [`statement`]), and rows are decoded by that driver natively into
 //! the row types of [`schema`]. JSON columns are TEXT holding JSON, as in Magnum.
 
+pub mod adoption;
 pub mod backend_clusters;
 pub mod batch;
 mod changes;

@@ -110,3 +110,38 @@ pub(crate) async fn transition_on(
 pub(crate) const OP_COLUMNS: &str =
     "id, kind, cluster_uuid, nodegroup_uuid, old_count, new_count, payload, state, attempts, \
      wait_object, wait_generation, started_at, deadline_at, progress, retry_since";
+
+/// Records an operation already waiting for the backend (work another conductor began,
+/// adopted): what it waits for, its start and its deadline, as [`super::Store::start_waiting`]
+/// writes them for an operation the driver started.
+pub(crate) async fn insert_waiting(
+    conn: &mut Conn,
+    op: &NewOperation,
+    wait: &crate::operation::Wait,
+) -> Result<(), sqlx::Error> {
+    let at = now();
+    let binds = vec![
+        Bind::text(op.payload.kind().as_str()),
+        Bind::text(&op.cluster_uuid),
+        Bind::Text(op.nodegroup_uuid.clone()),
+        Bind::Int(op.old_count),
+        Bind::Int(op.new_count),
+        Bind::Text(Some(op.payload.to_stored())),
+        Bind::text(OpState::Waiting.as_str()),
+        Bind::text(at.clone()),
+        Bind::text(wait.object.as_str()),
+        Bind::Int(wait.generation),
+        Bind::text(at.clone()),
+        Bind::text(super::operations::from_now(wait.deadline_seconds)),
+        Bind::text(at),
+    ];
+    stmt(
+        "INSERT INTO magnum_rs_operation (kind, cluster_uuid, nodegroup_uuid, old_count, \
+         new_count, payload, state, attempts, created_at, wait_object, wait_generation, \
+         started_at, deadline_at, progress_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind_all(binds)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -13,6 +13,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod adoption;
 mod api_ref;
 mod certificates;
 mod cluster_actions;

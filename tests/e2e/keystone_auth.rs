@@ -146,7 +146,25 @@ pub(crate) async fn magnum_with_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Magnum {
-    let db = common::fresh_database().await;
+    magnum_on(
+        ks,
+        cache_secs,
+        extra_toml,
+        args,
+        env,
+        common::fresh_database().await,
+    )
+}
+
+/// [`magnum_with_env`] on the database `db` (a Magnum database it takes over).
+pub(crate) fn magnum_on(
+    ks: &Keystone,
+    cache_secs: u64,
+    extra_toml: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    db: common::TestDb,
+) -> Magnum {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("magnum-rs.toml");
     std::fs::write(

@@ -35,20 +35,20 @@ use crate::openstack_lookups::{demo_token, services};
 
 /// Bounded waits: the topology controller renders within seconds; CAPO answers within its
 /// first reconcile.
-const RENDER_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const RENDER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The ClusterAPI driver's progress deadline here: an operation the infrastructure blocks
 /// fails after it.
 const DEADLINE_SECS: u64 = 25;
 
 /// The controllers' environment with CAPO, and a client on it.
-struct Env {
-    kubeconfig: String,
-    namespace: String,
+pub(crate) struct Env {
+    pub(crate) kubeconfig: String,
+    pub(crate) namespace: String,
     client: kube::Client,
 }
 
 impl Env {
-    async fn connect() -> Env {
+    pub(crate) async fn connect() -> Env {
         let path = std::env::var("MAGNUM_RS_TEST_CAPI_ENV")
             .ok()
             .filter(|v| !v.is_empty())
@@ -76,11 +76,11 @@ impl Env {
         }
     }
 
-    fn api(&self, ar: &ApiResource) -> Api<DynamicObject> {
+    pub(crate) fn api(&self, ar: &ApiResource) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), &self.namespace, ar)
     }
 
-    async fn get(&self, ar: &ApiResource, name: &str) -> Option<Value> {
+    pub(crate) async fn get(&self, ar: &ApiResource, name: &str) -> Option<Value> {
         self.api(ar)
             .get_opt(name)
             .await
@@ -88,7 +88,7 @@ impl Env {
             .map(|o| serde_json::to_value(o).expect("json"))
     }
 
-    async fn list(&self, ar: &ApiResource, selector: &str) -> Vec<Value> {
+    pub(crate) async fn list(&self, ar: &ApiResource, selector: &str) -> Vec<Value> {
         self.api(ar)
             .list(&ListParams::default().labels(selector))
             .await
@@ -100,7 +100,7 @@ impl Env {
     }
 
     /// Polls until `find` answers (bounded), naming `what` when it never does.
-    async fn wait_for<T, F, Fut>(&self, what: &str, find: F) -> T
+    pub(crate) async fn wait_for<T, F, Fut>(&self, what: &str, find: F) -> T
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
@@ -116,7 +116,7 @@ impl Env {
     }
 }
 
-fn capo(kind: &str, plural: &str) -> ApiResource {
+pub(crate) fn capo(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
         group: "infrastructure.cluster.x-k8s.io".into(),
         version: "v1beta1".into(),
@@ -127,7 +127,7 @@ fn capo(kind: &str, plural: &str) -> ApiResource {
 }
 
 /// The OpenStackMachineTemplate an object's `infrastructureRef` at `pointer` names.
-async fn machine_template(env: &Env, owner: &Value, pointer: &str) -> Option<Value> {
+pub(crate) async fn machine_template(env: &Env, owner: &Value, pointer: &str) -> Option<Value> {
     let name = owner.pointer(pointer)?.as_str()?;
     env.get(
         &capo("OpenStackMachineTemplate", "openstackmachinetemplates"),
@@ -137,7 +137,12 @@ async fn machine_template(env: &Env, owner: &Value, pointer: &str) -> Option<Val
 }
 
 /// The MachineDeployment of nodegroup `ng` of cluster `stack`.
-async fn machine_deployment(env: &Env, res: &Resources, stack: &str, ng: &str) -> Option<Value> {
+pub(crate) async fn machine_deployment(
+    env: &Env,
+    res: &Resources,
+    stack: &str,
+    ng: &str,
+) -> Option<Value> {
     env.list(
         &res.machine_deployment,
         &format!(
@@ -150,7 +155,7 @@ async fn machine_deployment(env: &Env, res: &Resources, stack: &str, ng: &str) -
 }
 
 /// A Neutron call as `token` (JSON in, JSON out).
-async fn neutron(
+pub(crate) async fn neutron(
     url: &str,
     token: &str,
     method: reqwest::Method,
@@ -169,7 +174,7 @@ async fn neutron(
 }
 
 /// Polls the cluster as demo until `check` holds (bounded by `timeout`).
-async fn wait_cluster(
+pub(crate) async fn wait_cluster(
     port: u16,
     token: &str,
     cluster: &str,
