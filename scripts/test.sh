@@ -250,7 +250,10 @@ step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's dat
 # api, e2e, hardening and serial each hold suites on magnum-rs's database; the few of their
 # modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
 # run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
-MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}"
+# e2e's mcapi_adoption is left out here only: it always runs on a Magnum database of its own
+# in this MariaDB (made by Magnum's migrations), whatever MAGNUM_RS_TEST_MYSQL_URL says, so
+# the SQLite pass above ran it on MariaDB already (about 160 s).
+MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}" -- --skip mcapi_adoption::
 
 # magnum-tempest-plugin's API tests against magnum-rs (its own SQLite database) with
 # `--auth keystone`, on a fresh Keystone state: the keystone_auth tests above revoke tokens

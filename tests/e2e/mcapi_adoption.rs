@@ -11,6 +11,9 @@
 //!   with `nodes_to_remove` naming its Machine; a worker resize changes that entry's
 //!   replicas. After each, the Cluster's spec, labels and annotations equal the ones before
 //!   but for the fields the operation must change: never the class or mcapi's variables;
+//! - once what is under way has ended and nodegroup big is deleted (`UPDATE_COMPLETE`), an
+//!   upgrade to a template with another image and kube_tag changes the Cluster's version
+//!   and `imageUUID`s, nothing else;
 //! - the delete removes what mcapi made: the Cluster, mcapi's Secrets and
 //!   ClusterResourceSets, the application credential, the server groups, CAPO's network and
 //!   floating IP.
@@ -416,7 +419,121 @@ impl TakeOver<'_> {
         }
         self.expect_shape("default-worker to 2", &workers_two).await;
 
+        self.upgrade(&cli).await;
         self.delete(&cli).await;
+    }
+
+    /// How many operations of magnum-rs are pending, running or waiting (`/metrics`).
+    async fn open_operations(&self) -> i64 {
+        let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.port))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        let depths: Vec<f64> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains("operations_queue_depth{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .collect();
+        assert_eq!(depths.len(), 3, "pending, running, waiting: {text}");
+        depths.iter().sum::<f64>() as i64
+    }
+
+    /// The upgrade needs a `*_COMPLETE` cluster. What is under way ends first (no machine
+    /// boots here: big's create, the resizes and their roll-backs fail at the deadline);
+    /// then big's delete completes and leaves the cluster `UPDATE_COMPLETE`. The upgrade
+    /// to a template with another image and kube_tag changes the Cluster's version and
+    /// images (the cluster's and every worker override's `imageUUID`), nothing else.
+    async fn upgrade(&self, cli: &Cli) {
+        let TakeOver {
+            port,
+            env,
+            res,
+            ks,
+            demo,
+            name,
+            stack,
+            ..
+        } = *self;
+        let deadline = Instant::now() + Duration::from_secs(DEADLINE_SECS * 8);
+        while self.open_operations().await > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the resizes and their roll-backs did not end"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        cli.ok("demo", &["coe", "nodegroup", "delete", name, "big"]);
+        let done = wait_cluster(
+            port,
+            demo,
+            name,
+            "UPDATE_COMPLETE once big is deleted",
+            Duration::from_secs(120),
+            |_, b| b["status"] == "UPDATE_COMPLETE",
+        )
+        .await;
+        assert!(
+            machine_deployment(env, res, stack, "big").await.is_none(),
+            "{done}"
+        );
+        let new_image = glance_image(
+            ks,
+            demo,
+            &format!("ubuntu-adopt-up-{stack}"),
+            json!({"os_distro": "ubuntu"}),
+        )
+        .await;
+        let template = format!("adopt-up-{stack}");
+        cli.ok(
+            "demo",
+            &[
+                "coe",
+                "cluster",
+                "template",
+                "create",
+                &template,
+                "--coe",
+                "kubernetes",
+                "--image",
+                &new_image,
+                "--external-network",
+                "public",
+                "--network-driver",
+                "calico",
+                "--flavor",
+                "m1.small",
+                "--master-flavor",
+                "m1.medium",
+                "--keypair",
+                "default",
+                "--labels",
+                "kube_tag=v1.34.2",
+            ],
+        );
+        let before = shape(&self.cluster().await);
+        cli.ok("demo", &["coe", "cluster", "upgrade", name, &template]);
+        let mut expected = before.clone();
+        let topology = &mut expected["spec"]["topology"];
+        topology["version"] = json!("v1.34.2");
+        let set_image = |vars: &mut Value| {
+            for v in vars.as_array_mut().into_iter().flatten() {
+                if v["name"] == "imageUUID" {
+                    v["value"] = json!(new_image);
+                }
+            }
+        };
+        set_image(&mut topology["variables"]);
+        for md in topology["workers"]["machineDeployments"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            set_image(&mut md["variables"]["overrides"]);
+        }
+        assert_ne!(expected, before, "the upgrade changes something");
+        self.expect_shape("the upgrade", &expected).await;
     }
 
     /// The delete: what mcapi made is gone.
