@@ -74,9 +74,21 @@ async fn expect(
     }
     send.send_response(
         Response::builder()
+            .status(status_of(&reply))
             .body(Body::from(serde_json::to_vec(&reply).expect("json")))
             .expect("response"),
     );
+}
+
+/// The HTTP status of a reply: a `Status` object's `code`, else 200.
+fn status_of(reply: &Value) -> u16 {
+    match reply["kind"].as_str() {
+        Some("Status") => reply["code"]
+            .as_u64()
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(500),
+        _ => 200,
+    }
 }
 
 fn cluster_object() -> Value {
@@ -163,6 +175,72 @@ async fn worker_resize_reads_then_json_patches_the_named_entry() {
     d.resize(&cluster(), &nodegroup("default-worker", "worker"), &req)
         .await
         .expect("resize");
+    server.await.expect("scenario");
+}
+
+/// The worker list moved between the read and the patch (an entry added before the named
+/// one): the API server refuses the patch's test with 422, and the driver builds it again
+/// from a fresh read instead of replacing another entry's replicas.
+#[tokio::test]
+async fn worker_patch_refused_by_its_test_is_built_again_from_a_fresh_read() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        expect(
+            &mut handle,
+            "GET",
+            CLUSTER_PATH,
+            None,
+            None,
+            cluster_object(),
+        )
+        .await;
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/json-patch+json"),
+            Some(json!([
+                {"op": "test", "path": "/spec/topology/workers/machineDeployments/0/name", "value": "default-worker"},
+                {"op": "replace", "path": "/spec/topology/workers/machineDeployments/0/replicas", "value": 5},
+            ])),
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+                   "reason": "Invalid",
+                   "message": "the server rejected our request due to an error in our request: test operation failed"}),
+        )
+        .await;
+        let mut moved = cluster_object();
+        moved["spec"]["topology"]["workers"]["machineDeployments"] = json!([
+            {"class": "default-worker", "name": "big", "replicas": 1},
+            {"class": "default-worker", "name": "default-worker", "replicas": 2},
+        ]);
+        expect(&mut handle, "GET", CLUSTER_PATH, None, None, moved.clone()).await;
+        let mut patched = moved;
+        patched["metadata"]["generation"] = json!(7);
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/json-patch+json"),
+            Some(json!([
+                {"op": "test", "path": "/spec/topology/workers/machineDeployments/1/name", "value": "default-worker"},
+                {"op": "replace", "path": "/spec/topology/workers/machineDeployments/1/replicas", "value": 5},
+            ])),
+            patched,
+        )
+        .await;
+    });
+    let req = ResizeRequest {
+        node_count: 5,
+        nodes_to_remove: vec![],
+    };
+    let p = d
+        .resize(&cluster(), &nodegroup("default-worker", "worker"), &req)
+        .await
+        .expect("resize");
+    match p {
+        Progress::Waiting(w) => assert_eq!(w.generation, Some(7)),
+        other => panic!("expected a wait on generation 7, got {other:?}"),
+    }
     server.await.expect("scenario");
 }
 

@@ -340,8 +340,10 @@ impl Lifecycle for KubeClusterApiDriver {
             )));
         }
         // On magnum-cluster-api's class the images move with the version, as its upgrade
-        // moves them (the new template's image, looked up as the cluster's credential).
-        let patch = if mcapi::cluster::is_mcapi(&current) {
+        // moves them (the new template's image, looked up as the cluster's credential). Its
+        // JSON patch tests each worker entry's name, so it is built again from a fresh read
+        // when the worker list moved in between (as a worker resize is).
+        if mcapi::cluster::is_mcapi(&current) {
             let cloud = self.cloud.as_ref().ok_or_else(|| {
                 DriverError::rejected(
                     "upgrading a cluster on magnum-cluster-api's class needs the new \
@@ -353,16 +355,20 @@ impl Lifecycle for KubeClusterApiDriver {
                 .as_deref()
                 .ok_or_else(|| DriverError::rejected("the cluster template has no image"))?;
             let image = cloud.upgrade_image(mc, &stack, ident).await?;
-            Patch::Json::<Value>(mcapi::upgrade::upgrade_patch(
-                &current,
-                &self.api_version,
-                &version,
-                class,
-                &image,
-            ))
-        } else {
-            Patch::Merge(topology::upgrade(&version, class, &self.api_version))
-        };
+            let wait = self
+                .patch_workers(mc, &stack, Some(current), |c| {
+                    Ok(Some(mcapi::upgrade::upgrade_patch(
+                        c,
+                        &self.api_version,
+                        &version,
+                        class,
+                        &image,
+                    )))
+                })
+                .await?;
+            return Ok(Progress::Waiting(wait));
+        }
+        let patch = Patch::Merge(topology::upgrade(&version, class, &self.api_version));
         let patched = self
             .api(mc, &self.resources.cluster)
             .patch(&stack, &PatchParams::default(), &patch)
