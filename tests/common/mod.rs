@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod capi_env;
 pub mod cli;
 pub mod invariants;
 pub mod raw_http;

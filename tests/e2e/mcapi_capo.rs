@@ -16,12 +16,10 @@
 //! Keystone tests' turn. The controllers' environment is the one `tests/serial` uses,
 //! which never runs beside this binary.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use magnum_rs::drivers::cluster_api::topology::Resources;
 use magnum_rs::openstack::{
     application_credentials, floating_ips, server_groups, Cloud, Interface,
@@ -49,30 +47,17 @@ pub(crate) struct Env {
 
 impl Env {
     pub(crate) async fn connect() -> Env {
-        let path = std::env::var("MAGNUM_RS_TEST_CAPI_ENV")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| panic!("MAGNUM_RS_TEST_CAPI_ENV is not set: run scripts/test.sh, which starts the Cluster API controllers and CAPO"));
+        let env = crate::common::capi_env::values(" and CAPO");
         assert_eq!(
             std::env::var("MAGNUM_RS_TEST_CAPO").as_deref(),
             Ok("1"),
             "MAGNUM_RS_TEST_CAPO is not set: scripts/test.sh starts CAPO and applies magnum-cluster-api's class"
         );
-        let env: BTreeMap<String, String> = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
         let kubeconfig = env["KUBECONFIG"].clone();
-        let kc = Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-            .await
-            .expect("kube config");
         Env {
+            client: crate::common::capi_env::client(&kubeconfig).await,
             kubeconfig,
             namespace: env["KUBE_NAMESPACE"].clone(),
-            client: kube::Client::try_from(cfg).expect("client"),
         }
     }
 

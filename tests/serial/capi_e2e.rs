@@ -39,27 +39,9 @@ struct Capi {
 
 impl Capi {
     fn connect() -> Capi {
-        let path = std::env::var("MAGNUM_RS_TEST_CAPI_ENV")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| {
-                panic!("MAGNUM_RS_TEST_CAPI_ENV is not set: run scripts/test.sh, which starts the real Cluster API controllers")
-            });
-        let env: BTreeMap<String, String> = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env = common::capi_env::values("");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let kubeconfig = env["KUBECONFIG"].clone();
-        let client = rt.block_on(async {
-            let kc = Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
-            let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-            kube::Client::try_from(cfg).expect("client")
-        });
+        let client = rt.block_on(common::capi_env::client(&env["KUBECONFIG"]));
         Capi {
             env,
             rt,
