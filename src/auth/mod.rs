@@ -23,6 +23,43 @@ fn header(h: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The longest identity value a header may carry: Magnum's `project_id` and `user_id`
+/// columns are `VARCHAR(255)`, as are Keystone's names.
+pub const IDENTITY_MAX: usize = 255;
+
+/// The longest `X-Roles` list.
+pub const ROLES_MAX: usize = 4096;
+
+/// The identity headers of noauth mode and their bounds.
+const IDENTITY_HEADERS: [(&str, usize); 10] = [
+    ("X-User-Id", IDENTITY_MAX),
+    ("X-User-Name", IDENTITY_MAX),
+    ("X-Project-Id", IDENTITY_MAX),
+    ("X-Tenant-Id", IDENTITY_MAX),
+    ("X-Project-Name", IDENTITY_MAX),
+    ("X-User-Domain-Id", IDENTITY_MAX),
+    ("X-User-Domain-Name", IDENTITY_MAX),
+    ("X-Project-Domain-Id", IDENTITY_MAX),
+    ("OpenStack-System-Scope", IDENTITY_MAX),
+    ("X-Roles", ROLES_MAX),
+];
+
+/// Refuses identity headers longer than their bound (400, before anything is read or
+/// written): an id longer than Magnum's columns would fail the write on MariaDB, or be
+/// stored on SQLite where Magnum could not read it back.
+pub fn check_identity_bounds(h: &HeaderMap) -> Result<(), ApiError> {
+    for (name, max) in IDENTITY_HEADERS {
+        if let Some(v) = h.get(name) {
+            if v.len() > max {
+                return Err(ApiError::InvalidParameterValue(format!(
+                    "The {name} header is longer than {max} characters."
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds the request context from identity headers.
 pub fn context_from_headers(h: &HeaderMap) -> RequestContext {
     let roles = header(h, "x-roles")
@@ -83,6 +120,7 @@ impl FromRequestParts<AppState> for RequestContext {
                 if loopback_host::applies(config) {
                     loopback_host::check(&parts.headers, &config.noauth.allowed_hosts)?;
                 }
+                check_identity_bounds(&parts.headers)?;
                 let mut ctx = context_from_headers(&parts.headers);
                 if ctx.project_id.is_none() && ctx.user_id.is_none() && ctx.roles.is_empty() {
                     let d = &state.config.noauth;

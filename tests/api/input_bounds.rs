@@ -819,3 +819,60 @@ fn magnum_cluster_api_labels() -> Value {
     labels.insert("registry_ca".into(), json!(pem()));
     Value::Object(labels)
 }
+
+/// noauth's identity headers (`diff:identity-header-bound`): a project and a user id of 255
+/// characters (Magnum's column width) are taken and stored; one more is refused with 400
+/// before anything is read or written.
+#[tokio::test]
+async fn noauth_identity_headers_at_their_bound_are_taken_and_one_more_is_refused() {
+    let app = common::spawn_app().await;
+    let at = As {
+        project: Some("p".repeat(255)),
+        user: "u".repeat(255),
+        roles: "member".into(),
+    };
+    let r = app
+        .post("/v1/clustertemplates", &at, template_body("at", &json!({})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["project_id"], json!("p".repeat(255)), "{}", r.body);
+    assert_eq!(r.body["user_id"], json!("u".repeat(255)), "{}", r.body);
+    for (who, header) in [
+        (
+            As {
+                project: Some("p".repeat(256)),
+                ..As::member()
+            },
+            "X-Project-Id",
+        ),
+        (
+            As {
+                user: "u".repeat(256),
+                ..As::member()
+            },
+            "X-User-Id",
+        ),
+        (
+            As {
+                roles: format!("member,{}", "r".repeat(4096)),
+                ..As::member()
+            },
+            "X-Roles",
+        ),
+    ] {
+        let r = app
+            .post(
+                "/v1/clustertemplates",
+                &who,
+                template_body("over", &json!({})),
+            )
+            .await;
+        let max = if header == "X-Roles" { 4096 } else { 255 };
+        assert_envelope(
+            &r,
+            StatusCode::BAD_REQUEST,
+            &format!("The {header} header is longer than {max} characters."),
+        );
+    }
+    assert_eq!(rows(&app, "cluster_template").await, 1);
+}
