@@ -11,7 +11,7 @@ use super::clusters::insert_cluster_on;
 use super::guard::{self, Guard, Refused};
 use super::nodegroups::insert_nodegroup_on;
 use super::operation_rows::{insert_operation, transition_on};
-use super::schema::{ClusterCol, NodeGroupCol};
+use super::schema::{ClusterCol, NodeGroupCol, TemplateCol};
 use super::x509keypairs::{delete_certificates_on, insert_certificates_on, NewCertificates};
 use super::{now, stmt, update_columns, update_columns_where, Bind, Dialect, Store};
 use crate::model::{Cluster, NodeGroup, Status};
@@ -72,6 +72,11 @@ enum Step {
         roll_back: Option<NewOperation>,
     },
     DeleteNodeGroup(String),
+    /// Columns of a template (its PATCH: only those the patch changed).
+    UpdateTemplate {
+        uuid: String,
+        changes: Vec<(TemplateCol, Bind)>,
+    },
     DeleteCluster(String),
     DeleteTemplate(String),
     /// A cluster's certificates and its refs to them (once).
@@ -298,6 +303,15 @@ impl Batch {
         self
     }
 
+    /// Writes columns of the template `uuid` (the store's template PATCH builds them).
+    pub(crate) fn update_template(mut self, uuid: &str, changes: Vec<(TemplateCol, Bind)>) -> Self {
+        self.steps.push(Step::UpdateTemplate {
+            uuid: uuid.to_string(),
+            changes,
+        });
+        self
+    }
+
     pub fn delete_template(mut self, uuid: &str) -> Self {
         self.steps.push(Step::DeleteTemplate(uuid.to_string()));
         self
@@ -476,6 +490,9 @@ impl Store {
                         .bind(uuid.as_str())
                         .execute(&mut tx)
                         .await?;
+                }
+                Step::UpdateTemplate { uuid, changes } => {
+                    update_columns(&mut tx, uuid, changes.clone()).await?;
                 }
                 Step::DeleteTemplate(uuid) => {
                     stmt("DELETE FROM cluster_template WHERE uuid = ?")

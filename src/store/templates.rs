@@ -3,7 +3,7 @@
 use super::keys::TemplateBy;
 use super::schema::{json_map, select_from, Column as _, TemplateCol, TemplateRow};
 use super::sort_key::Table;
-use super::{insert_row, now, stmt, update_columns, Bind, Page, Store};
+use super::{insert_row, now, stmt, Batch, Bind, Guard, Page, Refused, Store};
 use crate::model::{ClusterTemplate, DriverSelector, Tenancy};
 
 /// Which templates a caller sees: its own (or all, for an admin with `all_tenants`), public
@@ -148,10 +148,31 @@ impl Store {
     }
 
     /// Writes every mutable column of `t` (PATCH applies to a copy read in the same request).
-    pub async fn update_template(&self, t: &ClusterTemplate) -> Result<(), sqlx::Error> {
-        let changes = template_values(t);
-        update_columns(&mut self.conn().await?, &t.uuid, changes).await?;
-        Ok(())
+    /// A template's PATCH: the columns of `t` that differ from `before` (the row the patch
+    /// was made from), so a concurrent PATCH of other fields is not undone, as Magnum's
+    /// `save()` writes only what changed. One transaction under the template's lock:
+    /// refused when the template is gone, or, with `unused`, when a cluster uses it (a
+    /// cluster create takes the same lock, so one that raced the check counts here).
+    pub async fn patch_template(
+        &self,
+        before: &ClusterTemplate,
+        t: &ClusterTemplate,
+        unused: bool,
+    ) -> Result<Result<(), Refused>, sqlx::Error> {
+        let changes: Vec<(TemplateCol, Bind)> = template_values(t)
+            .into_iter()
+            .zip(template_values(before))
+            .filter(|((_, now), (_, was))| now != was)
+            .map(|(now, _)| now)
+            .collect();
+        let mut batch = Batch::default().guard(Guard::template(&t.uuid));
+        if unused {
+            batch = batch.guard(Guard::template_unused(&t.uuid));
+        }
+        if !changes.is_empty() {
+            batch = batch.update_template(&t.uuid, changes);
+        }
+        Ok(self.commit(batch).await?.map(|_| ()))
     }
 
     /// How many clusters (of any project) use the template.

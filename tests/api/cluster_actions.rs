@@ -1527,12 +1527,14 @@ async fn a_template_naming_an_unknown_driver_cannot_resize_its_control_plane() {
         .await
         .expect("read")
         .expect("template");
+    let before = t.clone();
     t.driver = Some("nope".into());
     app.state
         .store
-        .update_template(&t)
+        .patch_template(&before, &t, false)
         .await
-        .expect("update template");
+        .expect("update template")
+        .expect("template there");
     let r = resize(
         &app,
         "k8s",

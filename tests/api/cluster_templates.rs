@@ -797,3 +797,93 @@ async fn deleting_a_referenced_template_is_400_naming_its_uuid() {
     let r = app.delete("/v1/clustertemplates/capi", &As::member()).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
 }
+
+/// Two PATCHes of one template that read it before either wrote (their interleaving,
+/// played in order at the store): each writes only what it changed, so neither undoes the
+/// other's field, as Magnum's `save()` of changed fields.
+#[tokio::test]
+async fn two_patches_made_from_the_same_read_both_land() {
+    let app = spawn_app().await;
+    app.template("both", "ubuntu", &As::member()).await;
+    let store = &app.state.store;
+    let uuid = app
+        .get("/v1/clustertemplates/both", &As::member())
+        .await
+        .body["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_string();
+    let before = store
+        .template_by_uuid(&uuid)
+        .await
+        .expect("read")
+        .expect("row");
+    let renamed = magnum_rs::model::ClusterTemplate {
+        name: Some("renamed".into()),
+        ..before.clone()
+    };
+    let relabelled = magnum_rs::model::ClusterTemplate {
+        labels: json!({"kube_tag": "v1.31.0"}).as_object().cloned(),
+        ..before.clone()
+    };
+    store
+        .patch_template(&before, &renamed, false)
+        .await
+        .expect("store")
+        .expect("renamed");
+    store
+        .patch_template(&before, &relabelled, false)
+        .await
+        .expect("store")
+        .expect("relabelled");
+    let shown = app
+        .get(&format!("/v1/clustertemplates/{uuid}"), &As::member())
+        .await;
+    assert_eq!(shown.body["name"], "renamed", "{}", shown.body);
+    assert_eq!(
+        shown.body["labels"],
+        json!({"kube_tag": "v1.31.0"}),
+        "{}",
+        shown.body
+    );
+}
+
+/// A PATCH that only an unused template allows, checked against a cluster created after
+/// the handler counted none: refused under the template's lock, nothing written.
+#[tokio::test]
+async fn a_restricted_patch_is_refused_under_the_lock_when_a_cluster_came_first() {
+    let app = spawn_app().await;
+    app.template("used", "ubuntu", &As::member()).await;
+    let store = &app.state.store;
+    let uuid = app
+        .get("/v1/clustertemplates/used", &As::member())
+        .await
+        .body["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_string();
+    let before = store
+        .template_by_uuid(&uuid)
+        .await
+        .expect("read")
+        .expect("row");
+    app.cluster("user", "used", 1, 1, &As::member()).await;
+    let changed = magnum_rs::model::ClusterTemplate {
+        image_id: Some("another-image".into()),
+        ..before.clone()
+    };
+    let r = store
+        .patch_template(&before, &changed, true)
+        .await
+        .expect("store");
+    assert_eq!(r, Err(magnum_rs::store::Refused::TemplateInUse));
+    let shown = app
+        .get(&format!("/v1/clustertemplates/{uuid}"), &As::member())
+        .await;
+    assert_eq!(
+        shown.body["image_id"],
+        json!(before.image_id),
+        "{}",
+        shown.body
+    );
+}

@@ -180,9 +180,14 @@ async fn labels_stored_beyond_the_bound_earlier_are_copied_and_kept_not_refused(
         .await
         .expect("read")
         .expect("row");
+    let before = t.clone();
     let legacy = sized(max + 100, big_dict);
     t.labels = legacy.as_object().cloned();
-    store.update_template(&t).await.expect("write");
+    store
+        .patch_template(&before, &t, false)
+        .await
+        .expect("write")
+        .expect("template there");
 
     let r = app
         .patch(

@@ -19,6 +19,7 @@ use crate::api::query::{base_url, Query};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ClusterTemplate, RequestContext};
 use crate::state::AppState;
+use crate::store::Refused;
 
 const NON_REMOVABLE: &[&str] = &[
     "/network_driver",
@@ -92,12 +93,20 @@ pub(super) async fn update_template(
                 .await?;
         }
     }
-    if state.store.clusters_using_template(&current.uuid).await? > 0
-        && !referenced_update_allowed(&current, &t)
-    {
+    let restricted = !referenced_update_allowed(&current, &t);
+    if restricted && state.store.clusters_using_template(&current.uuid).await? > 0 {
         return Err(ApiError::ClusterTemplateReferenced(current.uuid.clone()));
     }
-    state.store.update_template(&t).await?;
+    // Checked again under the template's lock (a cluster create that raced the count
+    // either counts there or waits); only the changed columns are written.
+    state
+        .store
+        .patch_template(&current, &t, restricted)
+        .await?
+        .map_err(|refused| match refused {
+            Refused::TemplateInUse => ApiError::ClusterTemplateReferenced(current.uuid.clone()),
+            _ => ApiError::ClusterTemplateNotFound(ident.clone()),
+        })?;
     let mut saved = state
         .store
         .template_by_uuid(&t.uuid)
