@@ -39,7 +39,8 @@ pub enum Guard {
     NodeGroupStatus { uuid: String, allowed: StatusRule },
     /// The template exists (a cluster create on it).
     Template { uuid: String },
-    /// No cluster uses the template (its delete).
+    /// No cluster uses the template, and no upgrade that has not ended moves one to it (its
+    /// delete; a PATCH only an unused template allows).
     TemplateUnused { uuid: String },
     /// The project owns fewer than `limit` clusters (a cluster create).
     ClusterQuota { project_id: String, limit: i64 },
@@ -287,7 +288,16 @@ async fn lock(conn: &mut Conn, dialect: Dialect, guards: &[Guard]) -> Result<Loc
                 .bind(*uuid)
                 .scalar(conn)
                 .await?;
-            locked.template_users.insert(uuid.to_string(), n);
+            // An accepted upgrade that has not ended moves its cluster to the template:
+            // it uses it too (its payload names it, as serde_json writes it).
+            let upgrades: i64 = stmt(
+                "SELECT COUNT(*) FROM magnum_rs_operation WHERE kind = 'upgrade' \
+                 AND state IN ('pending', 'running', 'waiting') AND payload LIKE ?",
+            )
+            .bind(format!("%\"cluster_template\":\"{uuid}\"%"))
+            .scalar(conn)
+            .await?;
+            locked.template_users.insert(uuid.to_string(), n + upgrades);
         }
     }
     for p in &projects {

@@ -446,6 +446,43 @@ async fn test_upgrade() {
     );
 }
 
+/// An accepted upgrade moves its cluster to the new template: until it ends, that template
+/// is in use and its delete is refused (it would leave the upgrade nothing to move to).
+#[tokio::test]
+async fn an_upgrades_target_template_cannot_be_deleted_before_the_upgrade_ends() {
+    let (app, _rec) = spawn_recording_app().await;
+    let f = upgrade_fixture(&app).await;
+    let r = upgrade(
+        &app,
+        &f.cluster,
+        &As::member(),
+        Some("container-infra 1.8"),
+        json!({"cluster_template": "test_2"}),
+    )
+    .await;
+    assert_accepted(&r, &f.cluster);
+    let r = app
+        .delete("/v1/clustertemplates/test_2", &As::member())
+        .await;
+    common::assert_envelope(
+        &r,
+        StatusCode::BAD_REQUEST,
+        &format!(
+            "ClusterTemplate {} is referenced by one or multiple clusters.",
+            f.test_2
+        ),
+    );
+    app.run_operations().await;
+    let c = cluster_doc(&app, &f.cluster).await;
+    assert_eq!(c["status"], "UPDATE_COMPLETE", "{c}");
+    assert_eq!(c["cluster_template_id"], f.test_2.as_str());
+    // The old template is free once the cluster left it.
+    let r = app
+        .delete("/v1/clustertemplates/test_1", &As::member())
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+}
+
 #[tokio::test]
 async fn test_upgrade_cluster_as_admin() {
     let app = spawn_app().await;
