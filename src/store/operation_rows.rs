@@ -11,20 +11,25 @@ const OP_INSERT: &str = "INSERT INTO magnum_rs_operation \
     (kind, cluster_uuid, nodegroup_uuid, old_count, new_count, payload, state, attempts, created_at) \
     VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)";
 
-pub(crate) async fn insert_operation(
-    conn: &mut Conn,
-    op: &NewOperation,
-) -> Result<(), sqlx::Error> {
-    let binds = vec![
+/// The values of [`OP_INSERT`]'s columns for `op` in `state`, created `at`.
+fn insert_binds(op: &NewOperation, state: OpState, at: &str) -> Vec<Bind> {
+    vec![
         Bind::text(op.payload.kind().as_str()),
         Bind::text(&op.cluster_uuid),
         Bind::Text(op.nodegroup_uuid.clone()),
         Bind::Int(op.old_count),
         Bind::Int(op.new_count),
         Bind::Text(Some(op.payload.to_stored())),
-        Bind::text(OpState::Pending.as_str()),
-        Bind::text(now()),
-    ];
+        Bind::text(state.as_str()),
+        Bind::text(at),
+    ]
+}
+
+pub(crate) async fn insert_operation(
+    conn: &mut Conn,
+    op: &NewOperation,
+) -> Result<(), sqlx::Error> {
+    let binds = insert_binds(op, OpState::Pending, &now());
     stmt(OP_INSERT).bind_all(binds).execute(conn).await?;
     Ok(())
 }
@@ -120,21 +125,14 @@ pub(crate) async fn insert_waiting(
     wait: &crate::operation::Wait,
 ) -> Result<(), sqlx::Error> {
     let at = now();
-    let binds = vec![
-        Bind::text(op.payload.kind().as_str()),
-        Bind::text(&op.cluster_uuid),
-        Bind::Text(op.nodegroup_uuid.clone()),
-        Bind::Int(op.old_count),
-        Bind::Int(op.new_count),
-        Bind::Text(Some(op.payload.to_stored())),
-        Bind::text(OpState::Waiting.as_str()),
-        Bind::text(at.clone()),
+    let mut binds = insert_binds(op, OpState::Waiting, &at);
+    binds.extend([
         Bind::text(wait.object.as_str()),
         Bind::Int(wait.generation),
         Bind::text(at.clone()),
         Bind::text(super::operations::from_now(wait.deadline_seconds)),
         Bind::text(at),
-    ];
+    ]);
     stmt(
         "INSERT INTO magnum_rs_operation (kind, cluster_uuid, nodegroup_uuid, old_count, \
          new_count, payload, state, attempts, created_at, wait_object, wait_generation, \

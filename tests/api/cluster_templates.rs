@@ -798,6 +798,25 @@ async fn deleting_a_referenced_template_is_400_naming_its_uuid() {
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
 }
 
+/// The uuid and the stored row of the template `name`.
+async fn template_row(app: &TestApp, name: &str) -> (String, magnum_rs::model::ClusterTemplate) {
+    let uuid = app
+        .get(&format!("/v1/clustertemplates/{name}"), &As::member())
+        .await
+        .body["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_string();
+    let row = app
+        .state
+        .store
+        .template_by_uuid(&uuid)
+        .await
+        .expect("read")
+        .expect("row");
+    (uuid, row)
+}
+
 /// Two PATCHes of one template that read it before either wrote (their interleaving,
 /// played in order at the store): each writes only what it changed, so neither undoes the
 /// other's field, as Magnum's `save()` of changed fields.
@@ -806,18 +825,7 @@ async fn two_patches_made_from_the_same_read_both_land() {
     let app = spawn_app().await;
     app.template("both", "ubuntu", &As::member()).await;
     let store = &app.state.store;
-    let uuid = app
-        .get("/v1/clustertemplates/both", &As::member())
-        .await
-        .body["uuid"]
-        .as_str()
-        .expect("uuid")
-        .to_string();
-    let before = store
-        .template_by_uuid(&uuid)
-        .await
-        .expect("read")
-        .expect("row");
+    let (uuid, before) = template_row(&app, "both").await;
     let renamed = magnum_rs::model::ClusterTemplate {
         name: Some("renamed".into()),
         ..before.clone()
@@ -855,18 +863,7 @@ async fn a_restricted_patch_is_refused_under_the_lock_when_a_cluster_came_first(
     let app = spawn_app().await;
     app.template("used", "ubuntu", &As::member()).await;
     let store = &app.state.store;
-    let uuid = app
-        .get("/v1/clustertemplates/used", &As::member())
-        .await
-        .body["uuid"]
-        .as_str()
-        .expect("uuid")
-        .to_string();
-    let before = store
-        .template_by_uuid(&uuid)
-        .await
-        .expect("read")
-        .expect("row");
+    let (uuid, before) = template_row(&app, "used").await;
     app.cluster("user", "used", 1, 1, &As::member()).await;
     let changed = magnum_rs::model::ClusterTemplate {
         image_id: Some("another-image".into()),

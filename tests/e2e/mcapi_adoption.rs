@@ -28,15 +28,15 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use kube::api::ApiResource;
 use magnum_rs::drivers::cluster_api::topology::Resources;
-use magnum_rs::openstack::{
-    application_credentials, floating_ips, server_groups, Cloud, Interface,
-};
+use magnum_rs::openstack::{application_credentials, server_groups, Cloud, Interface};
 use serde_json::{json, Value};
 
 use crate::cloud_validation::{endpoint_url, glance_image};
 use crate::common::TestDb;
 use crate::keystone_auth::{call, magnum_on, Cli, Keystone, TURN};
-use crate::mcapi_capo::{capo, machine_deployment, neutron, wait_cluster, Env, RENDER_TIMEOUT};
+use crate::mcapi_capo::{
+    assert_no_capo_network_left, capo, machine_deployment, wait_cluster, Env, RENDER_TIMEOUT,
+};
 use crate::openstack_lookups::{demo_token, services};
 
 /// The driver's progress deadline here: the adopted create fails after it.
@@ -624,36 +624,6 @@ impl TakeOver<'_> {
             );
         }
         let neutron_url = endpoint_url(self.ks, demo, "network").await;
-        let (_, ips) = neutron(
-            &neutron_url,
-            demo,
-            reqwest::Method::GET,
-            "/v2.0/floatingips",
-            None,
-        )
-        .await;
-        let capos = floating_ips::capo_description(&env.namespace, stack);
-        let left: Vec<&Value> = ips["floatingips"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|ip| ip["description"] == capos.as_str())
-            .collect();
-        assert!(left.is_empty(), "CAPO's floating IPs of {stack}: {left:?}");
-        let (_, nets) = neutron(
-            &neutron_url,
-            demo,
-            reqwest::Method::GET,
-            "/v2.0/networks",
-            None,
-        )
-        .await;
-        let left: Vec<&Value> = nets["networks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|n| n["name"].as_str().is_some_and(|n| n.contains(stack)))
-            .collect();
-        assert!(left.is_empty(), "CAPO's networks of {stack}: {left:?}");
+        assert_no_capo_network_left(&neutron_url, demo, &env.namespace, stack).await;
     }
 }

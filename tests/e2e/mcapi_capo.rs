@@ -635,43 +635,54 @@ impl Story<'_> {
                 "server group {g}"
             );
         }
-        let (_, nets) = neutron(
-            neutron_url,
-            demo,
-            reqwest::Method::GET,
-            "/v2.0/networks",
-            None,
-        )
-        .await;
-        let left: Vec<&Value> = nets["networks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|n| n["name"].as_str().is_some_and(|n| n.contains(&stack)))
-            .collect();
-        assert!(
-            left.is_empty(),
-            "CAPO's networks of {stack} are gone: {left:?}"
-        );
         // The API server's floating IP CAPO made and left (no machine ever had it).
-        let (_, ips) = neutron(
-            neutron_url,
-            demo,
-            reqwest::Method::GET,
-            "/v2.0/floatingips",
-            None,
-        )
-        .await;
-        let capos = floating_ips::capo_description(&env.namespace, &stack);
-        let left: Vec<&Value> = ips["floatingips"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|ip| ip["description"] == capos.as_str())
-            .collect();
-        assert!(
-            left.is_empty(),
-            "CAPO's floating IPs of {stack} are gone: {left:?}"
-        );
+        assert_no_capo_network_left(neutron_url, demo, &env.namespace, &stack).await;
     }
+}
+
+/// Nothing of the network CAPO made for `stack` is left in the project of `token`: no
+/// network named after it, no floating IP with CAPO's description of it.
+pub(crate) async fn assert_no_capo_network_left(
+    neutron_url: &str,
+    token: &str,
+    namespace: &str,
+    stack: &str,
+) {
+    let (_, nets) = neutron(
+        neutron_url,
+        token,
+        reqwest::Method::GET,
+        "/v2.0/networks",
+        None,
+    )
+    .await;
+    let left: Vec<&Value> = nets["networks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["name"].as_str().is_some_and(|n| n.contains(stack)))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "CAPO's networks of {stack} are gone: {left:?}"
+    );
+    let (_, ips) = neutron(
+        neutron_url,
+        token,
+        reqwest::Method::GET,
+        "/v2.0/floatingips",
+        None,
+    )
+    .await;
+    let capos = floating_ips::capo_description(namespace, stack);
+    let left: Vec<&Value> = ips["floatingips"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|ip| ip["description"] == capos.as_str())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "CAPO's floating IPs of {stack} are gone: {left:?}"
+    );
 }
