@@ -1424,8 +1424,11 @@ async fn upgrade_while_an_update_is_in_progress_is_refused() {
     );
 }
 
+/// The API refuses the delete of an upgrade's target template while the upgrade is open
+/// (`an_upgrades_target_template_cannot_be_deleted_before_the_upgrade_ends`); a row gone
+/// behind the API (another service on the database) fails the upgrade with Magnum's text.
 #[tokio::test]
-async fn upgrade_to_a_template_deleted_before_the_worker_runs_fails_the_cluster() {
+async fn upgrade_to_a_template_deleted_behind_the_api_before_the_worker_runs_fails_the_cluster() {
     let (app, rec) = spawn_recording_app().await;
     let f = upgrade_fixture(&app).await;
     let r = upgrade(
@@ -1437,15 +1440,12 @@ async fn upgrade_to_a_template_deleted_before_the_worker_runs_fails_the_cluster(
     )
     .await;
     assert_accepted(&r, &f.cluster);
-    let r = app
-        .delete("/v1/clustertemplates/test_2", &As::member())
-        .await;
-    assert_eq!(
-        r.status,
-        StatusCode::NO_CONTENT,
-        "template delete: {}",
-        r.body
-    );
+    let mut side = app.state.store.side_connection().await.expect("connection");
+    sqlx::query("DELETE FROM cluster_template WHERE uuid = ?")
+        .bind(f.test_2.clone())
+        .execute(&mut side)
+        .await
+        .expect("template row deleted");
     app.run_operations().await;
     let reason = format!("ClusterTemplate {} could not be found.", f.test_2);
     let c = cluster_doc(&app, &f.cluster).await;
