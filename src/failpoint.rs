@@ -12,6 +12,8 @@
 //!   keeps it (and clears the token that made it);
 //! - `cloud-prepared`: a ClusterAPI create wrote the CA and cloud-config Secrets and made
 //!   the server groups, before it creates the Cluster;
+//! - `adopted`: a cluster's work another conductor began is recorded as waiting
+//!   operations, before the controllers look at it;
 //! - `cloud-cleaned-up`: a deleted ClusterAPI cluster's server groups and credential are
 //!   gone, before its Secrets are deleted and its rows go.
 //!

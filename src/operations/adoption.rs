@@ -133,6 +133,7 @@ async fn adopt_one(state: &Conductor, uuid: &str) -> Result<(), sqlx::Error> {
             let kinds: Vec<&str> = ops.iter().map(|o| o.payload.kind().as_str()).collect();
             tracing::info!(cluster = %uuid, %status, ?kinds,
                 "adopted work another conductor began: its operations wait for the backend");
+            crate::failpoint::hit("adopted");
         }
         Err(NotAdopted::ClusterGone | NotAdopted::StatusChanged | NotAdopted::Followed) => {}
     }

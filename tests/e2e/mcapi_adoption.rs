@@ -38,6 +38,7 @@ use crate::mcapi_capo::{
     assert_no_capo_network_left, capo, machine_deployment, wait_cluster, Env, RENDER_TIMEOUT,
 };
 use crate::openstack_lookups::{demo_token, services};
+use magnum_rs::operation::{OpKind, OpState};
 
 /// The driver's progress deadline here: the adopted create fails after it.
 const DEADLINE_SECS: u64 = 25;
@@ -167,8 +168,10 @@ async fn a_cluster_magnum_cluster_api_created_is_adopted_resized_and_deleted_thr
         "{mcapi_cluster}"
     );
 
+    // A short Lease, so that the restart leads soon after the killed process.
     let extra = format!(
         "[drivers.cluster_api]\nnamespace = \"{}\"\nprogress_deadline_seconds = {DEADLINE_SECS}\n\
+         lease_duration_seconds = 3\n\
          [[drivers.cluster_api.management_clusters]]\nname = \"capo\"\nkubeconfig = \"{}\"\n",
         env.namespace, env.kubeconfig
     );
@@ -176,7 +179,29 @@ async fn a_cluster_magnum_cluster_api_created_is_adopted_resized_and_deleted_thr
         url: format!("{mysql}/{db_name}"),
         _dir: None,
     };
-    let m = magnum_on(&ks, 30, &extra, &[], &[], db);
+    // Killed right after it adopted the create: the restart adopts nothing twice, and the
+    // create ends as without the kill.
+    let mut m = magnum_on(
+        &ks,
+        30,
+        &extra,
+        &[],
+        &[("MAGNUM_RS_TEST_FAILPOINTS", "adopted")],
+        db,
+    );
+    let died = m.server.wait_exit(Duration::from_secs(60));
+    assert!(!died.success(), "aborted at the adopted failpoint");
+    let store = magnum_rs::store::Store::connect(&m.db.url)
+        .await
+        .expect("store");
+    let adopted = store
+        .operations_of_cluster(&uuid)
+        .await
+        .expect("operations");
+    assert_eq!(adopted.len(), 1, "{adopted:?}");
+    assert_eq!(adopted[0].kind(), OpKind::CreateCluster);
+    assert_eq!(adopted[0].state, OpState::Waiting);
+    m.restart(&[]);
     let port = m.server.port;
     let takeover = TakeOver {
         port,
@@ -191,6 +216,7 @@ async fn a_cluster_magnum_cluster_api_created_is_adopted_resized_and_deleted_thr
         stack: &stack,
         made: &made,
         before: shape(&mcapi_cluster),
+        store: &store,
     };
     let outcome = std::panic::AssertUnwindSafe(takeover.run())
         .catch_unwind()
@@ -225,6 +251,8 @@ struct TakeOver<'a> {
     made: &'a Value,
     /// The Cluster's spec, labels and annotations as mcapi wrote them.
     before: Value,
+    /// magnum-rs's store on that database (what it recorded).
+    store: &'a magnum_rs::store::Store,
 }
 
 impl TakeOver<'_> {
@@ -281,6 +309,18 @@ impl TakeOver<'_> {
             "{failed}"
         );
         assert_eq!(failed["cluster_id"], stack, "{failed}");
+        // Adopted once, across the kill and the restart.
+        let ops = self
+            .store
+            .operations_of_cluster(self.uuid)
+            .await
+            .expect("operations");
+        let creates: Vec<_> = ops
+            .iter()
+            .filter(|o| o.kind() == OpKind::CreateCluster)
+            .collect();
+        assert_eq!(creates.len(), 1, "{ops:?}");
+        assert_eq!(creates[0].state, OpState::Failed, "{ops:?}");
         assert_eq!(
             shape(&self.cluster().await),
             self.before,
