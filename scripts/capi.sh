@@ -448,8 +448,10 @@ stop_one() { stop_some "$1"; }
 all_processes() {
   local p
   for p in "$DIR"/bridge-*.pid; do [[ -e "$p" ]] && basename "$p" .pid; done
-  # scripts/capo.sh's manager (its reach bridges are bridge-reach-*.pid, above)
+  # scripts/capo.sh's and scripts/caaph.sh's managers (their reach bridges are
+  # bridge-reach-*.pid, above)
   if [[ -e "$DIR/capo.pid" ]]; then echo capo; fi
+  if [[ -e "$DIR/caaph.pid" ]]; then echo caaph; fi
   echo capd cabpk kcp capi kube-apiserver etcd
 }
 
