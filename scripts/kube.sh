@@ -42,7 +42,8 @@ CAPI_API=v1beta2           # the one version each CRD serves and stores
 # CRD files (basenames in the module zip) to install.
 CRDS="cluster.x-k8s.io_clusters cluster.x-k8s.io_clusterclasses
   cluster.x-k8s.io_machinedeployments cluster.x-k8s.io_machinesets cluster.x-k8s.io_machines
-  controlplane.cluster.x-k8s.io_kubeadmcontrolplanes"
+  controlplane.cluster.x-k8s.io_kubeadmcontrolplanes
+  addons.cluster.x-k8s.io_clusterresourcesets"
 NAMESPACE=magnum-system
 KURL="" KCA="" KTOKEN=""     # set by start for kcurl
 

@@ -181,6 +181,14 @@ pub async fn default_volume_type(s: &Session<'_>) -> Result<String, LookupError>
         .ok_or_else(|| LookupError::Unavailable("cinder answered a type without a name".into()))
 }
 
+/// The names of Cinder's volume types the caller sees (magnum-cluster-api's StorageClasses,
+/// one per type).
+pub async fn volume_types(s: &Session<'_>) -> Result<Vec<String>, LookupError> {
+    let body = s.get(Service::Volume, "/types", &[], &[]).await?;
+    let types: Vec<Named> = list(body, "volume_types")?;
+    Ok(types.into_iter().map(|t| t.name).collect())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

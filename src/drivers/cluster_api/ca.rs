@@ -10,10 +10,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::ObjectMeta;
 use kube::Api;
 
-use super::client::{kube_error, ManagementCluster};
+use super::client::{create_secret, ManagementCluster};
 use crate::certificates::{CaType, ClusterCas, OpenedKeyPair};
 use crate::drivers::signing::CertificateAuthority;
 use crate::drivers::DriverError;
@@ -45,7 +45,6 @@ pub async fn write_cas(
     stack: &str,
     cas: &ClusterCas,
 ) -> Result<(), DriverError> {
-    let api: Api<Secret> = Api::namespaced(mc.client.clone(), &mc.namespace);
     let pairs = [
         &cas.ca,
         &cas.etcd_ca,
@@ -54,14 +53,7 @@ pub async fn write_cas(
     ];
     for (suffix, pair) in SECRET_SUFFIXES.into_iter().zip(pairs) {
         let name = format!("{stack}-{suffix}");
-        match api
-            .create(&PostParams::default(), &ca_secret(&name, stack, pair))
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
-            Err(e) => return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace))),
-        }
+        create_secret(mc, &ca_secret(&name, stack, pair)).await?;
     }
     Ok(())
 }

@@ -101,14 +101,8 @@ pub fn count_watch_error(e: &watcher::Error) {
     }
 }
 
-/// Deletes the Secrets `names` in the management cluster's namespace; one already gone is
-/// done.
-/// Deletes the ClusterResourceSets `names` of the namespace (gone already, or no such kind
-/// on the management cluster: done).
-pub async fn delete_resource_sets(
-    mc: &ManagementCluster,
-    names: &[String],
-) -> Result<(), DriverError> {
+/// The namespace's ClusterResourceSets (`addons.cluster.x-k8s.io/v1beta2`).
+fn resource_sets(mc: &ManagementCluster) -> kube::Api<kube::api::DynamicObject> {
     let ar = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk(
             "addons.cluster.x-k8s.io",
@@ -117,8 +111,56 @@ pub async fn delete_resource_sets(
         ),
         "clusterresourcesets",
     );
-    let api: kube::Api<kube::api::DynamicObject> =
-        kube::Api::namespaced_with(mc.client.clone(), &mc.namespace, &ar);
+    kube::Api::namespaced_with(mc.client.clone(), &mc.namespace, &ar)
+}
+
+/// Creates the ClusterResourceSet `body`; one of that name already there (a run before a
+/// crash made it) is done.
+pub async fn create_resource_set(
+    mc: &ManagementCluster,
+    body: serde_json::Value,
+) -> Result<(), DriverError> {
+    let obj: kube::api::DynamicObject =
+        serde_json::from_value(body).map_err(|e| DriverError::rejected(e.to_string()))?;
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    match resource_sets(mc)
+        .create(&kube::api::PostParams::default(), &obj)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(()),
+        Err(e) => Err(kube_error(
+            e,
+            &format!("ClusterResourceSet {}/{name}", mc.namespace),
+        )),
+    }
+}
+
+/// Creates the Secret `secret` in the namespace; one of that name already there (a run
+/// before a crash made it, from the same stored values) is done.
+pub async fn create_secret(
+    mc: &ManagementCluster,
+    secret: &k8s_openapi::api::core::v1::Secret,
+) -> Result<(), DriverError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(mc.client.clone(), &mc.namespace);
+    match api.create(&kube::api::PostParams::default(), secret).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(()),
+        Err(e) => {
+            let name = secret.metadata.name.as_deref().unwrap_or_default();
+            Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace)))
+        }
+    }
+}
+
+/// Deletes the ClusterResourceSets `names` of the namespace (gone already, or no such kind
+/// on the management cluster: done).
+pub async fn delete_resource_sets(
+    mc: &ManagementCluster,
+    names: &[String],
+) -> Result<(), DriverError> {
+    let api = resource_sets(mc);
     for name in names {
         match api.delete(name, &kube::api::DeleteParams::default()).await {
             Ok(_) => {}
@@ -135,6 +177,8 @@ pub async fn delete_resource_sets(
     Ok(())
 }
 
+/// Deletes the Secrets `names` in the management cluster's namespace; one already gone is
+/// done.
 pub async fn delete_secrets(mc: &ManagementCluster, names: &[String]) -> Result<(), DriverError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(mc.client.clone(), &mc.namespace);

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
-use kube::api::PostParams;
 use kube::Api;
 
-use super::client::{kube_error, ManagementCluster};
+use super::client::{create_resource_set, create_secret, kube_error, ManagementCluster};
 use super::cloud_config::{self, CloudConfig};
+use super::cloud_provider;
 use super::mcapi;
 use super::mcapi::variables::Settings;
 use super::mcapi_objects::{self, BuildError};
@@ -44,6 +44,8 @@ pub struct CloudSide {
     settings: Settings,
     /// What `cacert` holds: the configured bundle, else the system's.
     ca_bundle: String,
+    /// The configured bundle only (empty when none is): the workload's `ca.crt`.
+    configured_ca: String,
     /// Whether CAPO verifies the cloud's certificates.
     verify: bool,
 }
@@ -82,19 +84,24 @@ impl CloudSide {
         ca_file: Option<&Path>,
         insecure: bool,
     ) -> anyhow::Result<Self> {
-        let ca_bundle = match ca_file {
+        let configured_ca = match ca_file {
             Some(path) => std::fs::read_to_string(path).map_err(|e| {
                 anyhow::anyhow!(
                     "cannot read [drivers.cluster_api] cloud_ca_file {}: {e}",
                     path.display()
                 )
             })?,
+            None => String::new(),
+        };
+        let ca_bundle = match ca_file {
+            Some(_) => configured_ca.clone(),
             None => std::fs::read_to_string(SYSTEM_CA_BUNDLE).unwrap_or_default(),
         };
         Ok(CloudSide {
             access,
             settings,
             ca_bundle,
+            configured_ca,
             verify: !insecure,
         })
     }
@@ -119,19 +126,48 @@ impl CloudSide {
             credential_secret: &credential.secret,
             cacert: &self.ca_bundle,
         };
-        let secret = cloud_config::secret(stack, &mc.namespace, &cluster.uuid, &config);
-        let api: Api<KubeSecret> = Api::namespaced(mc.client.clone(), &mc.namespace);
-        match api.create(&PostParams::default(), &secret).await {
-            // One the run before a crash wrote holds the same stored credential.
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
-            Err(e) => {
-                let name = cloud_config::secret_name(stack);
-                return Err(kube_error(e, &format!("Secret {}/{name}", mc.namespace)));
-            }
-        }
+        // One the run before a crash wrote holds the same stored credential.
+        create_secret(
+            mc,
+            &cloud_config::secret(stack, &mc.namespace, &cluster.uuid, &config),
+        )
+        .await?;
         self.ensure_groups(credential, server_group_names(stack, cluster, nodegroups))
             .await
+    }
+
+    /// The `<stack>-cloud-provider` Secret and ClusterResourceSet of a new cluster on
+    /// magnum-cluster-api's class: the workload's `kube-system/cloud-config` with the
+    /// cluster's credential and, with Cinder's CSI, a StorageClass per volume type (looked
+    /// up as the credential), written before the Cluster. One a run before a crash wrote is
+    /// kept.
+    pub async fn write_cloud_provider(
+        &self,
+        mc: &ManagementCluster,
+        prepared: &Prepared,
+        stack: &str,
+        cluster: &Cluster,
+        credential: &MadeCredential,
+    ) -> Result<(), DriverError> {
+        let auth_url = self.access.identity_url().await.map_err(unavailable)?;
+        let config = cloud_provider::ProviderConfig {
+            auth_url: &auth_url,
+            region_name: self.access.cloud.region(),
+            credential_id: &credential.id,
+            credential_secret: &credential.secret,
+            verify: self.verify,
+            ca: &self.configured_ca,
+        };
+        let s = prepared.caller.session(&self.access.cloud);
+        let data = mcapi_objects::cloud_provider_data(&s, cluster, &config)
+            .await
+            .map_err(not_built)?;
+        create_secret(mc, &cloud_provider::secret(stack, &mc.namespace, data)).await?;
+        create_resource_set(
+            mc,
+            cloud_provider::resource_set(stack, &mc.namespace, &cluster.uuid),
+        )
+        .await
     }
 
     /// The server groups `wanted` (name, policies), made as `credential` when missing; the
@@ -162,7 +198,12 @@ impl CloudSide {
         rows: (&Cluster, &ClusterTemplate, &[NodeGroup]),
     ) -> Result<Value, DriverError> {
         let s = prepared.caller.session(&self.access.cloud);
-        mcapi_objects::cluster(&s, target, rows, &prepared.groups, &self.settings)
+        let keystone_url = self.access.identity_url().await.map_err(unavailable)?;
+        let add_ons = mcapi_objects::AddOnInputs {
+            keystone_url: &keystone_url,
+            ca: &self.configured_ca,
+        };
+        mcapi_objects::cluster(&s, target, rows, &prepared.groups, &self.settings, &add_ons)
             .await
             .map(mcapi::v1beta2::cluster)
             .map_err(not_built)

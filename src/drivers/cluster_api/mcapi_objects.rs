@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::cloud_facts;
+use super::cloud_provider;
 use super::mcapi::cluster::{cluster_object, Parts};
 use super::mcapi::labels::LabelError;
 use super::mcapi::machine_deployment::machine_deployment;
 use super::mcapi::variables::{cluster_variables, Settings};
 use crate::model::{Cluster, ClusterTemplate, NodeGroup};
 use crate::openstack::lookups::{self, LookupError};
-use crate::openstack::Session;
+use crate::openstack::{Service, Session};
 
 /// Why an object could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +28,8 @@ pub enum BuildError {
     Label(#[from] LabelError),
     #[error("the cluster has no master nodegroup")]
     NoMaster,
+    #[error(transparent)]
+    Provider(#[from] cloud_provider::ProviderError),
 }
 
 fn lookup(what: impl Into<String>) -> impl FnOnce(LookupError) -> BuildError {
@@ -39,6 +42,15 @@ pub struct Target<'a> {
     pub stack: &'a str,
     pub namespace: &'a str,
     pub class: &'a str,
+}
+
+/// What the add-ons read from the Cluster besides the rows (see
+/// [`cloud_provider::add_on_annotations`]).
+pub struct AddOnInputs<'a> {
+    /// Keystone's URL, from the catalog.
+    pub keystone_url: &'a str,
+    /// The operator's CA for the cloud, empty when none is configured.
+    pub ca: &'a str,
 }
 
 /// The server groups' ids by name (`<stack>`, `<stack>-<nodegroup>`); a missing one is
@@ -69,6 +81,7 @@ pub async fn cluster(
     rows: (&Cluster, &ClusterTemplate, &[NodeGroup]),
     groups: &GroupIds,
     settings: &Settings,
+    add_ons: &AddOnInputs<'_>,
 ) -> Result<Value, BuildError> {
     let (cluster, template, nodegroups) = rows;
     // The row of a new cluster may not hold its Cluster API name yet; the variables that
@@ -95,7 +108,7 @@ pub async fn cluster(
             .map_err(lookup(format!("nodegroup {}'s resources", ng.name)))?;
         machine_deployments.push(machine_deployment(cluster, ng, &f)?);
     }
-    Ok(cluster_object(
+    let mut object = cluster_object(
         target.stack,
         target.namespace,
         cluster,
@@ -106,7 +119,18 @@ pub async fn cluster(
             machine_deployments,
             variables,
         },
-    )?)
+    )?;
+    // The labels deploy/addons/'s HelmChartProxies select by (mcapi's Cluster has none).
+    let cinder = cloud_provider::cinder_enabled(cluster, s.endpoint(Service::Volume).is_ok())?;
+    if let Some(labels) = object["metadata"]["labels"].as_object_mut() {
+        labels.extend(cloud_provider::add_on_labels(cluster, template, cinder)?);
+    }
+    let annotations =
+        cloud_provider::add_on_annotations(cluster, add_ons.keystone_url, add_ons.ca)?;
+    if !annotations.is_empty() {
+        object["metadata"]["annotations"] = Value::Object(annotations);
+    }
+    Ok(object)
 }
 
 /// mcapi's worker entry (v1beta1) for a nodegroup added to the cluster `stack`.
@@ -129,4 +153,30 @@ pub async fn worker_entry(
         .await
         .map_err(lookup(format!("nodegroup {}'s resources", nodegroup.name)))?;
     Ok(machine_deployment(cluster, nodegroup, &f)?)
+}
+
+/// The data of the `<stack>-cloud-provider` Secret (see [`cloud_provider`]) of a new
+/// cluster: its StorageClasses from Cinder's volume types as the session sees them.
+pub async fn cloud_provider_data(
+    s: &Session<'_>,
+    cluster: &Cluster,
+    config: &cloud_provider::ProviderConfig<'_>,
+) -> Result<BTreeMap<String, String>, BuildError> {
+    let volumes = if cloud_provider::cinder_enabled(cluster, s.endpoint(Service::Volume).is_ok())? {
+        Some(cloud_provider::VolumeTypes {
+            names: lookups::volume_types(s)
+                .await
+                .map_err(lookup("the volume types"))?,
+            default: lookups::default_volume_type(s)
+                .await
+                .map_err(lookup("the default volume type"))?,
+        })
+    } else {
+        None
+    };
+    Ok(cloud_provider::secret_data(
+        cluster,
+        config,
+        volumes.as_ref(),
+    )?)
 }

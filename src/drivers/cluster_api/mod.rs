@@ -11,6 +11,7 @@ pub mod client;
 pub mod cloud;
 pub mod cloud_config;
 pub mod cloud_facts;
+pub mod cloud_provider;
 pub mod controller;
 pub mod driver;
 pub mod leader;

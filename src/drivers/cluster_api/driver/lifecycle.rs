@@ -55,8 +55,13 @@ impl Lifecycle for KubeClusterApiDriver {
         }
         // magnum-cluster-api's Cluster on its class, else the plain topology of the
         // configured class.
-        let body = match (self.mcapi_cloud(), &prepared) {
-            (Some(cloud), Some(prepared)) => {
+        let body = match (self.mcapi_cloud(), &prepared, given.credential) {
+            (Some(cloud), Some(prepared), Some(credential)) => {
+                // What the workload needs from the cloud, applied once the Cluster is up;
+                // the Helm add-ons come from deploy/addons/ by the Cluster's labels.
+                cloud
+                    .write_cloud_provider(mc, prepared, &stack, cluster, credential)
+                    .await?;
                 let class =
                     topology::class_of(cluster, template, &self.defaults.mcapi_cluster_class);
                 let target = mcapi_objects::Target {
