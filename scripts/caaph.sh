@@ -32,7 +32,7 @@
 # DIR/caaph-home. Reach bridges: host `socat UNIX-LISTEN:DIR/reach-P.sock -> TCP
 # 127.0.0.1:P` and in the namespace `socat TCP-LISTEN 127.0.0.1:P -> DIR/reach-P.sock`; pid
 # files DIR/bridge-reach-P-{host,ns}.pid (capi.sh stop kills every DIR/bridge-*.pid).
-# NB: capi.sh stop does not (yet) know DIR/caaph.pid: run `caaph.sh stop DIR` first.
+# capi.sh stop stops it too (DIR/caaph.pid).
 # Env: MAGNUM_RS_CACHE (~/.cache/magnum-rs): binary in $MAGNUM_RS_CACHE/caaph/bin, Go caches
 # shared with kube.sh/capi.sh/capo.sh ($MAGNUM_RS_CACHE/go/{gomod,gocache}). Needs `go` on
 # PATH (build), curl and python3 or unzip (cold module cache), root (ip netns), socat.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. cargo fmt --check, cargo clippy -D warnings (unwrap/expect denied in the service), the
-#      module graph (scripts/module-graph.py: no cycle, nothing below the API depends on it)
-#      and cargo machete (no unused dependency);
+#      module graph (scripts/module-graph.py: no cycle, nothing below the API depends on it),
+#      the CAAPH add-on proxies (scripts/addons.sh check: deploy/addons/*.yaml render and
+#      select offline) and cargo machete (no unused dependency);
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
@@ -118,6 +119,11 @@ cargo clippy --all-targets -- -D warnings
 step "module graph: no cycle, nothing below the API depends on it (scripts/module-graph.py)"
 python3 "$HERE/module-graph.py"
 
+step "CAAPH add-on proxies: deploy/addons/*.yaml render and select (scripts/addons.sh check)"
+# Offline and cheap (a small Go program, cached): a broken valuesTemplate or selector fails
+# the run here rather than in CAAPH, per workload cluster. Its report only when it fails.
+addons_report="$("$HERE/addons.sh" check)" || { echo "$addons_report" >&2; exit 1; }
+
 step "cargo machete: no declared dependency is unused"
 if ! command -v cargo-machete >/dev/null 2>&1; then
   cargo install cargo-machete --locked --version 0.9.2
@@ -166,10 +172,11 @@ MAGNUM_RS_TEST_KUBECONFIG="$(KUBE_AUDIT_POLICY="$ROOT/tests/fixtures/kube/audit-
   "$HERE/kube.sh" start "$KUBE_DIR")"
 export MAGNUM_RS_TEST_KUBECONFIG
 
-step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory, CAPO) with their webhooks"
+step "real Cluster API controllers (core+topology, KCP, CABPK, CAPD in-memory, CAPO, CAAPH) with their webhooks"
 # tests/serial/capi_e2e.rs: the controllers do the work; magnum-rs and the CLI drive them.
 "$HERE/capi.sh" build
 "$HERE/capo.sh" build
+"$HERE/caaph.sh" build
 "$HERE/capi.sh" stop "$CAPI_DIR" >/dev/null 2>&1 || true
 MAGNUM_RS_TEST_CAPI_ENV="$("$HERE/capi.sh" start "$CAPI_DIR")"
 export MAGNUM_RS_TEST_CAPI_ENV
@@ -179,6 +186,14 @@ export MAGNUM_RS_TEST_CAPI_ENV
 "$HERE/capo.sh" start "$CAPI_DIR" --reach "$KEYSTONE_PORT,$OPENSTACK_PORT-$((OPENSTACK_PORT + 3))"
 "$HERE/mcapi.sh" apply-class "$(sed -n 's/^KUBECONFIG=//p' "$MAGNUM_RS_TEST_CAPI_ENV")" >/dev/null
 export MAGNUM_RS_TEST_CAPO=1
+# CAAPH v0.4.1 in the same namespace (docs/caaph-env.md), and the HelmChartProxies of
+# deploy/addons/ applied as an operator applies them (scripts/addons.sh apply): they give
+# the Helm-chart add-ons to the Clusters magnum-rs creates (tests/e2e/mcapi_addons.rs). No
+# --reach: CAAPH talks to the management and workload API servers only, and no workload
+# control plane comes up here, so no chart is fetched. capi.sh stop stops it too.
+"$HERE/caaph.sh" start "$CAPI_DIR"
+"$HERE/addons.sh" apply "$(sed -n 's/^KUBECONFIG=//p' "$MAGNUM_RS_TEST_CAPI_ENV")" >/dev/null
+export MAGNUM_RS_TEST_CAAPH=1
 
 step "real Keystone 30 (fernet tokens) with magnum-rs in its catalog"
 MAGNUM_RS_TEST_KEYSTONE="$("$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
