@@ -1,9 +1,12 @@
 """Shared by mcapi_render.py and mcapi_drive.py (run in the venv of `scripts/mcapi.sh
 install`): Magnum's configuration for mcapi, a real Keystone token and the request context
 Magnum's API would build from it, the imports of mcapi's modules, Nova server-group listing,
-and the removal of mcapi's process-wide server-group cache."""
+the removal of mcapi's process-wide server-group cache, and the helm shim (helm is not
+installed: mcapi's chart renderings come out empty)."""
+import os
 import shutil
 import sys
+import tempfile
 
 NAMESPACE = "magnum-system"
 
@@ -96,3 +99,36 @@ def remove_server_group_cache():
     if cache is not None:
         cache._cache.close()
         shutil.rmtree(cache._cache.directory, ignore_errors=True)
+
+
+HELM_SHIM = r"""#!/bin/sh
+# magnum-rs mcapi_common.py: helm is not installed; this shim stands in for it (see
+# mcapi_drive.py and mcapi_render.py). Every call is appended to $MCAPI_HELM_LOG.
+echo "$*" >> "$MCAPI_HELM_LOG"
+case "$1" in
+  version) echo 'version.BuildInfo{Version:"v0.0.0-magnum-rs-shim"}' ;;
+  template) cat >/dev/null ;;
+  delete|uninstall|get) echo "Error: uninstall: Release not loaded: $3: release: not found" >&2; exit 1 ;;
+  *) echo "helm shim: '$1' is not supported (helm is not installed)" >&2; exit 1 ;;
+esac
+"""
+
+
+class Helm:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="mcapi-helm-shim-")
+        self.log = os.path.join(self.dir, "calls.log")
+        path = os.path.join(self.dir, "helm")
+        with open(path, "w") as f:
+            f.write(HELM_SHIM)
+        os.chmod(path, 0o755)
+        open(self.log, "w").close()
+        os.environ["MCAPI_HELM_LOG"] = self.log
+        os.environ["PATH"] = self.dir + os.pathsep + os.environ.get("PATH", "")
+
+    def calls(self):
+        with open(self.log) as f:
+            return [line.rstrip("\n") for line in f if line.strip()]
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)

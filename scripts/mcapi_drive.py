@@ -85,19 +85,6 @@ sys.dont_write_bytecode = True
 
 import mcapi_common  # noqa: E402  (next to this script)
 
-HELM_SHIM = r"""#!/bin/sh
-# magnum-rs mcapi_drive.py: helm is not installed; this shim stands in for it (see
-# mcapi_drive.py). Every call is appended to $MCAPI_HELM_LOG.
-echo "$*" >> "$MCAPI_HELM_LOG"
-case "$1" in
-  version) echo 'version.BuildInfo{Version:"v0.0.0-magnum-rs-shim"}' ;;
-  template) cat >/dev/null ;;
-  delete|uninstall|get) echo "Error: uninstall: Release not loaded: $3: release: not found" >&2; exit 1 ;;
-  *) echo "helm shim: '$1' is not supported (helm is not installed)" >&2; exit 1 ;;
-esac
-"""
-
-
 def log(msg):
     print("mcapi_drive: %s" % msg, file=sys.stderr, flush=True)
 
@@ -136,24 +123,7 @@ def configure(rows):
     return conf
 
 
-class Helm:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="mcapi-helm-shim-")
-        self.log = os.path.join(self.dir, "calls.log")
-        path = os.path.join(self.dir, "helm")
-        with open(path, "w") as f:
-            f.write(HELM_SHIM)
-        os.chmod(path, 0o755)
-        open(self.log, "w").close()
-        os.environ["MCAPI_HELM_LOG"] = self.log
-        os.environ["PATH"] = self.dir + os.pathsep + os.environ.get("PATH", "")
-
-    def calls(self):
-        with open(self.log) as f:
-            return [line.rstrip("\n") for line in f if line.strip()]
-
-    def close(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+Helm = mcapi_common.Helm
 
 
 def kube_summary(stack_id, cluster_uuid):

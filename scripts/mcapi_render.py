@@ -25,6 +25,12 @@ ROWS_JSON:
      "conf":       {"cinder": {"default_boot_volume_size": 0, ...}, ...}   magnum.conf
                    options ([group] -> {option: value}), optional
      "existing_openstack_cluster": {...}   optional, see "Kubernetes" below
+     "clouds_yaml": "..."                  optional: the `<stack_id>-cloud-config` Secret's
+                                           clouds.yaml; with it the output also has
+                                           "cloud_provider", the data (stringData) of mcapi's
+                                           `<stack_id>-cloud-provider` Secret
+                                           (CloudProviderClusterResourcesSecret.get_object(),
+                                           its rendered charts empty: helm is a shim)
      "validate": true                      optional (default true): run mcapi's
                                            validate_cluster() first, as its create does}
 Unknown row keys are an error (they are Magnum DB columns or nothing).
@@ -73,6 +79,8 @@ What is stubbed, and why:
     answers an empty OpenStackClusterList (a new cluster, as at create time), or a list with
     the rows' "existing_openstack_cluster" object; so the Rust code itself applies its label
     fallbacks (octavia_provider, api_server_lb_flavor, api_server_lb_availability_zone).
+    With "clouds_yaml", it also answers the GET of the Secret `<stack_id>-cloud-config`
+    (what CloudProviderClusterResourcesSecret reads the credential from).
     Any other Kubernetes request gets 404 and is reported on stderr (none is made by
     get_object()). No kube-apiserver, ClusterClass, Secrets or Lease are involved.
   * Nothing of OpenStack is stubbed. mcapi's process-wide server-group cache (diskcache in a
@@ -108,6 +116,7 @@ def log(msg):
 class KubeStub:
     def __init__(self, existing_osc):
         self.existing = existing_osc
+        self.secrets = {}  # name -> data (base64 values), answered by GET
         self.requests = []
         self.unexpected = []
         stub = self
@@ -141,6 +150,14 @@ class KubeStub:
                         "kind": "OpenStackClusterList",
                         "metadata": {"resourceVersion": "1"},
                         "items": items,
+                    })
+                prefix = "/api/v1/namespaces/%s/secrets/" % NAMESPACE
+                if url.path.startswith(prefix) and url.path[len(prefix):] in stub.secrets:
+                    name = url.path[len(prefix):]
+                    return self._send(200, {
+                        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                        "metadata": {"name": name, "namespace": NAMESPACE},
+                        "data": stub.secrets[name],
                     })
                 self._unexpected()
 
@@ -255,11 +272,31 @@ def render(rows):
             ctx, rs.KubeClient(), clients.get_pykube_api(), cluster,
             rust_driver=rs.Driver(NAMESPACE), namespace=NAMESPACE,
         ).get_resource()
+        cloud_provider = None
+        if rows.get("clouds_yaml"):
+            import base64
+
+            stub.secrets["%s-cloud-config" % cluster.stack_id] = {
+                "clouds.yaml": base64.b64encode(rows["clouds_yaml"].encode()).decode(),
+            }
+            # Its chart renderings (helm template) come out empty from the shim: those
+            # keys are Cluster API's Helm add-on provider's part in magnum-rs.
+            helm = mcapi_common.Helm()
+            try:
+                cloud_provider = resources.CloudProviderClusterResourcesSecret(
+                    ctx, rs.KubeClient(), clients.get_pykube_api(), cluster,
+                    namespace=NAMESPACE,
+                ).get_object()["stringData"]
+            finally:
+                helm.close()
         server_groups = server_groups_in_nova(ctx, PARTIAL["names"], strict=True)
         log("kubernetes stub answered: %s" % (stub.requests or "nothing"))
         if stub.unexpected:
             log("WARNING: unexpected Kubernetes requests (answered 404): %s" % stub.unexpected)
-        return {"cluster": resource, "server_groups": server_groups}
+        out = {"cluster": resource, "server_groups": server_groups}
+        if cloud_provider is not None:
+            out["cloud_provider"] = cloud_provider
+        return out
     finally:
         stub.close()
         shutil.rmtree(tmp, ignore_errors=True)

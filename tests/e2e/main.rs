@@ -22,6 +22,7 @@ mod deploy_rbac;
 mod keystone_auth;
 mod lease;
 mod magnum_database_admin;
+mod mcapi_addons;
 mod mcapi_adoption;
 mod mcapi_capo;
 mod mcapi_differential;

@@ -104,6 +104,7 @@ async fn a_cluster_magnum_cluster_api_created_is_adopted_resized_and_deleted_thr
         .filter(|v| !v.is_empty())
         .expect("MAGNUM_RS_TEST_CONFORMANCE_MYSQL is not set: scripts/test.sh starts MariaDB");
     let env = Env::connect().await;
+    crate::mcapi_addons::require_caaph();
     let res = Resources::at("v1beta2");
     let os = services();
     let ks = Keystone::from_env();
@@ -326,6 +327,16 @@ impl TakeOver<'_> {
             self.before,
             "adoption writes nothing"
         );
+        // Its add-ons stay mcapi's ClusterResourceSets: no proxy of deploy/addons/ selects
+        // it (the Clusters each selector matches, as the API server selects them).
+        let selected = crate::mcapi_addons::clusters_selected_by_proxies(env).await;
+        assert!(!selected.is_empty(), "deploy/addons/ is applied");
+        for (proxy, clusters) in &selected {
+            assert!(
+                !clusters.iter().any(|c| c == stack),
+                "{proxy} selects the cluster mcapi created: {clusters:?}"
+            );
+        }
         let addressed = wait_cluster(
             port,
             demo,

@@ -8,10 +8,10 @@
 //! value of the template and the cluster; CAPO's own refusal (the real Neutron's) reaches
 //! `status_reason` and ends the create `CREATE_FAILED` at the deadline; a nodegroup added
 //! with its own flavor gets a machine template with it; a control-plane resize changes the
-//! replicas and nothing else; the delete leaves nothing in Kubernetes, Keystone, Nova or
-//! Neutron. (No machine boots here: Nova is its API only.)
+//! replicas and nothing else; the cluster gets its add-ons (tests/e2e/mcapi_addons.rs);
+//! the delete leaves nothing in Kubernetes, Keystone, Nova or Neutron. (No machine boots here: Nova is its API only.)
 //!
-//! Needs `MAGNUM_RS_TEST_CAPI_ENV` with `MAGNUM_RS_TEST_CAPO`, `MAGNUM_RS_TEST_KEYSTONE`,
+//! Needs `MAGNUM_RS_TEST_CAPI_ENV` with `MAGNUM_RS_TEST_CAPO` and `MAGNUM_RS_TEST_CAAPH`, `MAGNUM_RS_TEST_KEYSTONE`,
 //! `MAGNUM_RS_TEST_OPENSTACK` and `MAGNUM_RS_OPENSTACK` (scripts/test.sh); takes the
 //! Keystone tests' turn. The controllers' environment is the one `tests/serial` uses,
 //! which never runs beside this binary.
@@ -176,6 +176,7 @@ pub(crate) async fn wait_cluster(
 async fn the_seed_story_on_magnum_cluster_apis_class_with_capo_and_the_real_cloud() {
     let _turn = TURN.lock().await;
     let env = Env::connect().await;
+    crate::mcapi_addons::require_caaph();
     let res = Resources::at("v1beta2");
     let os = services();
     let ks = Keystone::from_env();
@@ -472,6 +473,34 @@ impl Story<'_> {
             "{o}"
         );
 
+        // Its add-ons: the cloud's side by a ClusterResourceSet, the Helm charts of
+        // deploy/addons/ by the Cluster's labels (a release each, values rendered from it).
+        let labels = &cluster["metadata"]["labels"];
+        for (key, value) in [
+            ("cloud-provider", "openstack"),
+            ("cni", "calico-v3.32.1"),
+            ("cinder-csi", "enabled"),
+            ("keystone-auth", "enabled"),
+        ] {
+            assert_eq!(labels[format!("addons.magnum-rs/{key}")], value, "{labels}");
+        }
+        // What the keystone-auth chart reads: Keystone's URL and the cluster's project.
+        let annotations = &cluster["metadata"]["annotations"];
+        assert_eq!(
+            annotations["addons.magnum-rs/project-id"], shown["project_id"],
+            "{annotations}"
+        );
+        assert!(
+            annotations["addons.magnum-rs/keystone-auth-url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("http")),
+            "{annotations}"
+        );
+        crate::mcapi_addons::assert_cloud_provider(env, &stack, &uuid, &session).await;
+        // kube_tag v1.34.1: mcapi's cloud provider tag for 1.34 is v1.34.1.
+        crate::mcapi_addons::assert_helm_add_ons(env, &stack, &uuid, "10.100.0.0/16", "v1.34.1")
+            .await;
+
         // CAPO's own refusal (Neutron's quota) reaches status_reason, then fails the create.
         let waiting = wait_cluster(
             port,
@@ -608,6 +637,7 @@ impl Story<'_> {
         )
         .await;
         assert!(env.get(&res.cluster, &stack).await.is_none());
+        crate::mcapi_addons::assert_no_add_ons_left(env, &stack).await;
         assert!(env
             .get(
                 &capo("OpenStackCluster", "openstackclusters"),

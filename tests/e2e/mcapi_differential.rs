@@ -13,11 +13,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use magnum_rs::drivers::cluster_api::cloud_config::{self, CloudConfig};
+use magnum_rs::drivers::cluster_api::cloud_provider::{self, ProviderConfig};
 use magnum_rs::drivers::cluster_api::mcapi::cluster::CLUSTER_CLASS;
 use magnum_rs::drivers::cluster_api::mcapi::variables::Settings;
 use magnum_rs::drivers::cluster_api::mcapi_objects;
 use magnum_rs::model::{Cluster, ClusterTemplate, NodeGroup};
-use magnum_rs::openstack::{server_groups, Cloud, Interface, Session};
+use magnum_rs::openstack::{server_groups, Cloud, Interface, Service, Session};
+use magnum_rs::secret::Secret;
 use serde_json::{json, Map, Value};
 
 use crate::keystone_auth::TURN;
@@ -108,15 +111,97 @@ async fn ours(s: &Session<'_>, rows: &Value, settings: &Settings) -> Value {
         namespace: "magnum-system",
         class: CLUSTER_CLASS,
     };
+    let keystone_url = s
+        .endpoint(Service::Identity)
+        .expect("keystone in the catalog");
+    let add_ons = mcapi_objects::AddOnInputs {
+        keystone_url: &keystone_url,
+        ca: "",
+    };
     mcapi_objects::cluster(
         s,
         target,
         (&cluster, &template, &nodegroups),
         &groups,
         settings,
+        &add_ons,
     )
     .await
     .expect("object")
+}
+
+/// The labels and annotations deploy/addons/'s proxies read, taken off our Cluster: the
+/// one documented difference of the object (docs/compatibility.md `diff:addon-labels`).
+fn take_add_on_labels(cluster: &mut Value) -> Map<String, Value> {
+    let mut taken = Map::new();
+    for field in ["labels", "annotations"] {
+        let Some(map) = cluster["metadata"][field].as_object_mut() else {
+            continue;
+        };
+        let keys: Vec<String> = map
+            .keys()
+            .filter(|k| k.starts_with(cloud_provider::ADD_ON_LABEL_PREFIX))
+            .cloned()
+            .collect();
+        for k in keys {
+            if let Some(v) = map.remove(&k) {
+                taken.insert(format!("{field}/{k}"), v);
+            }
+        }
+        if map.is_empty() && field == "annotations" {
+            if let Some(meta) = cluster["metadata"].as_object_mut() {
+                meta.remove("annotations");
+            }
+        }
+    }
+    taken
+}
+
+/// The fake credential both sides put in the workload's cloud.conf (nobody logs in with
+/// it).
+const CREDENTIAL_ID: &str = "0123456789abcdef0123456789abcdef";
+
+/// What both sides read the credential and the region from: the `<stack>-cloud-config`
+/// Secret's clouds.yaml, as magnum-rs writes it.
+fn clouds_yaml(auth_url: &str, secret: &Secret) -> String {
+    cloud_config::clouds_yaml(&CloudConfig {
+        auth_url,
+        region_name: None,
+        interface: "public",
+        verify: true,
+        credential_id: CREDENTIAL_ID,
+        credential_secret: secret,
+        cacert: "",
+    })
+}
+
+/// Our `<stack>-cloud-provider` data against mcapi's: each key we write parses to the same
+/// document as mcapi's; mcapi's other keys are only the Helm charts deploy/addons/ installs
+/// (`diff:addons-by-helm`).
+fn cloud_provider_differences(
+    ours: &std::collections::BTreeMap<String, String>,
+    theirs: &Value,
+    out: &mut Vec<String>,
+) {
+    let theirs = theirs.as_object().expect("mcapi's cloud_provider data");
+    let parse = |text: &str| serde_yaml_ng::from_str::<Value>(text).expect("yaml");
+    for (key, text) in ours {
+        match theirs.get(key).and_then(Value::as_str) {
+            Some(t) => differences(
+                &parse(text),
+                &parse(t),
+                &format!("cloud-provider/{key}"),
+                out,
+            ),
+            None => out.push(format!("cloud-provider/{key}: ours only")),
+        }
+    }
+    let charts = ["cloud-controller-manager.yaml", "cinder-csi.yaml"];
+    for key in theirs.keys().filter(|k| !ours.contains_key(*k)) {
+        if !charts.contains(&key.as_str()) {
+            out.push(format!("cloud-provider/{key}: mcapi's only"));
+        }
+    }
 }
 
 /// Every path where `a` and `b` differ.
@@ -246,16 +331,37 @@ async fn the_cluster_magnum_rs_builds_is_the_one_magnum_cluster_apis_code_builds
     let s = cloud.session(token, Arc::new(catalog));
     let dir = tempfile::tempdir().expect("tempdir");
     let settings = Settings::default();
+    let identity = s
+        .endpoint(Service::Identity)
+        .expect("keystone in the catalog");
+    let credential_secret = Secret::new("not-a-real-credential-secret");
     let mut failures = Vec::new();
     for (case, mut rows) in cases(&project, &user) {
         rows["keystone_url"] = json!(os.keystone_url);
         rows["user"] = json!("demo");
         rows["password"] = json!("demo-secret");
         rows["project"] = json!("demo");
+        rows["clouds_yaml"] = json!(clouds_yaml(&identity, &credential_secret));
         let theirs = render(&rows, dir.path());
-        let ours = ours(&s, &rows, &settings).await;
+        let mut ours_cluster = ours(&s, &rows, &settings).await;
         let mut diff = Vec::new();
-        differences(&ours, &theirs["cluster"], "", &mut diff);
+        let add_ons = take_add_on_labels(&mut ours_cluster);
+        if add_ons.get("labels/addons.magnum-rs/cloud-provider") != Some(&json!("openstack")) {
+            diff.push(format!("add-on labels: {add_ons:?}"));
+        }
+        differences(&ours_cluster, &theirs["cluster"], "", &mut diff);
+        let config = ProviderConfig {
+            auth_url: &identity,
+            region_name: None,
+            credential_id: CREDENTIAL_ID,
+            credential_secret: &credential_secret,
+            verify: true,
+            ca: "",
+        };
+        let data = mcapi_objects::cloud_provider_data(&s, &cluster_of(&rows["cluster"]), &config)
+            .await
+            .expect("cloud-provider data");
+        cloud_provider_differences(&data, &theirs["cloud_provider"], &mut diff);
         if !diff.is_empty() {
             failures.push(format!("{case}:\n  {}", diff.join("\n  ")));
         }
