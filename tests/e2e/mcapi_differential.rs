@@ -163,8 +163,8 @@ const CREDENTIAL_ID: &str = "0123456789abcdef0123456789abcdef";
 
 /// What both sides read the credential and the region from: the `<stack>-cloud-config`
 /// Secret's clouds.yaml, as magnum-rs writes it.
-fn clouds_yaml(auth_url: &str, secret: &Secret) -> String {
-    cloud_config::clouds_yaml(&CloudConfig {
+fn cloud_of<'a>(auth_url: &'a str, secret: &'a Secret) -> CloudConfig<'a> {
+    CloudConfig {
         auth_url,
         region_name: None,
         interface: "public",
@@ -172,7 +172,7 @@ fn clouds_yaml(auth_url: &str, secret: &Secret) -> String {
         credential_id: CREDENTIAL_ID,
         credential_secret: secret,
         cacert: "",
-    })
+    }
 }
 
 /// Our `<stack>-cloud-provider` data against mcapi's: each key we write parses to the same
@@ -341,7 +341,8 @@ async fn the_cluster_magnum_rs_builds_is_the_one_magnum_cluster_apis_code_builds
         rows["user"] = json!("demo");
         rows["password"] = json!("demo-secret");
         rows["project"] = json!("demo");
-        rows["clouds_yaml"] = json!(clouds_yaml(&identity, &credential_secret));
+        let clouds = cloud_of(&identity, &credential_secret);
+        rows["clouds_yaml"] = json!(cloud_config::clouds_yaml(&clouds));
         let theirs = render(&rows, dir.path());
         let mut ours_cluster = ours(&s, &rows, &settings).await;
         let mut diff = Vec::new();
@@ -351,11 +352,7 @@ async fn the_cluster_magnum_rs_builds_is_the_one_magnum_cluster_apis_code_builds
         }
         differences(&ours_cluster, &theirs["cluster"], "", &mut diff);
         let config = ProviderConfig {
-            auth_url: &identity,
-            region_name: None,
-            credential_id: CREDENTIAL_ID,
-            credential_secret: &credential_secret,
-            verify: true,
+            cloud: &clouds,
             ca: "",
         };
         let data = mcapi_objects::cloud_provider_data(&s, &cluster_of(&rows["cluster"]), &config)

@@ -117,15 +117,7 @@ impl CloudSide {
         credential: &MadeCredential,
     ) -> Result<Prepared, DriverError> {
         let auth_url = self.access.identity_url().await.map_err(unavailable)?;
-        let config = CloudConfig {
-            auth_url: &auth_url,
-            region_name: self.access.cloud.region(),
-            interface: self.access.cloud.interface().as_str(),
-            verify: self.verify,
-            credential_id: &credential.id,
-            credential_secret: &credential.secret,
-            cacert: &self.ca_bundle,
-        };
+        let config = self.cloud_config(&auth_url, credential);
         // One the run before a crash wrote holds the same stored credential.
         create_secret(
             mc,
@@ -134,6 +126,23 @@ impl CloudSide {
         .await?;
         self.ensure_groups(credential, server_group_names(stack, cluster, nodegroups))
             .await
+    }
+
+    /// What the cluster's `clouds.yaml` says: Keystone at `auth_url`, as `credential`.
+    fn cloud_config<'a>(
+        &'a self,
+        auth_url: &'a str,
+        credential: &'a MadeCredential,
+    ) -> CloudConfig<'a> {
+        CloudConfig {
+            auth_url,
+            region_name: self.access.cloud.region(),
+            interface: self.access.cloud.interface().as_str(),
+            verify: self.verify,
+            credential_id: &credential.id,
+            credential_secret: &credential.secret,
+            cacert: &self.ca_bundle,
+        }
     }
 
     /// The `<stack>-cloud-provider` Secret and ClusterResourceSet of a new cluster on
@@ -151,11 +160,7 @@ impl CloudSide {
     ) -> Result<(), DriverError> {
         let auth_url = self.access.identity_url().await.map_err(unavailable)?;
         let config = cloud_provider::ProviderConfig {
-            auth_url: &auth_url,
-            region_name: self.access.cloud.region(),
-            credential_id: &credential.id,
-            credential_secret: &credential.secret,
-            verify: self.verify,
+            cloud: &self.cloud_config(&auth_url, credential),
             ca: &self.configured_ca,
         };
         let s = prepared.caller.session(&self.access.cloud);

@@ -18,10 +18,10 @@ use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::api::ObjectMeta;
 use serde_json::{json, Map, Value};
 
+use super::cloud_config::CloudConfig;
 use super::mcapi::cluster::CALICO_TAG;
 use super::mcapi::labels::{LabelError, Labels};
 use crate::model::{Cluster, ClusterTemplate};
-use crate::secret::Secret;
 
 /// The Secret type Cluster API's ClusterResourceSets apply.
 pub const RESOURCE_SET_SECRET_TYPE: &str = "addons.cluster.x-k8s.io/resource-set";
@@ -32,19 +32,13 @@ pub const CILIUM_TAG: &str = "v1.15.3";
 /// The prefix of the labels that select a cluster's add-ons in `deploy/addons/`.
 pub const ADD_ON_LABEL_PREFIX: &str = "addons.magnum-rs/";
 
-/// What `cloud.conf` says besides the labels.
+/// What `cloud.conf` says besides the labels: the cluster's `clouds.yaml` (Keystone's URL,
+/// region, credential, TLS verification) and the CA bundle the operator configured
+/// (`[drivers.cluster_api] cloud_ca_file`), empty when none is (magnum's
+/// `get_openstack_ca()`).
 #[derive(Debug)]
 pub struct ProviderConfig<'a> {
-    /// Keystone's URL, from the catalog.
-    pub auth_url: &'a str,
-    /// The region of the cluster's `clouds.yaml`.
-    pub region_name: Option<&'a str>,
-    pub credential_id: &'a str,
-    pub credential_secret: &'a Secret,
-    /// Whether the workload verifies the cloud's certificates.
-    pub verify: bool,
-    /// The CA bundle the operator configured (`[drivers.cluster_api] cloud_ca_file`), empty
-    /// when none is (magnum's `get_openstack_ca()`).
+    pub cloud: &'a CloudConfig<'a>,
     pub ca: &'a str,
 }
 
@@ -100,11 +94,11 @@ pub fn cloud_conf(cluster: &Cluster, c: &ProviderConfig<'_>) -> Result<String, P
          application-credential-secret={}\ntls-insecure={}\n{ca_file}\n\
          [LoadBalancer]\nlb-provider={provider}\nlb-method={algorithm}\n\
          create-monitor={healthcheck}\n",
-        c.auth_url,
-        c.region_name.unwrap_or("None"),
-        c.credential_id,
-        c.credential_secret.expose(),
-        if c.verify { "false" } else { "true" },
+        c.cloud.auth_url,
+        c.cloud.region_name.unwrap_or("None"),
+        c.cloud.credential_id,
+        c.cloud.credential_secret.expose(),
+        if c.cloud.verify { "false" } else { "true" },
     ))
 }
 
@@ -284,6 +278,7 @@ pub fn add_on_annotations(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::Secret;
 
     fn cluster(labels: Value) -> Cluster {
         Cluster {
@@ -293,21 +288,27 @@ mod tests {
         }
     }
 
-    fn config<'a>(secret: &'a Secret, ca: &'a str) -> ProviderConfig<'a> {
-        ProviderConfig {
+    fn cloud(secret: &Secret) -> CloudConfig<'_> {
+        CloudConfig {
             auth_url: "https://keystone.example:5000/v3",
             region_name: Some("RegionOne"),
+            interface: "public",
+            verify: true,
             credential_id: "c0ffee",
             credential_secret: secret,
-            verify: true,
-            ca,
+            cacert: "the system's bundle",
         }
+    }
+
+    fn config<'a>(cloud: &'a CloudConfig<'a>, ca: &'a str) -> ProviderConfig<'a> {
+        ProviderConfig { cloud, ca }
     }
 
     #[test]
     fn cloud_conf_is_mcapis_text_with_the_credential_and_octavias_defaults() {
         let s = Secret::new("shh");
-        let conf = cloud_conf(&cluster(json!({})), &config(&s, "")).expect("conf");
+        let cc = cloud(&s);
+        let conf = cloud_conf(&cluster(json!({})), &config(&cc, "")).expect("conf");
         assert_eq!(
             conf,
             "[Global]\nauth-url=https://keystone.example:5000/v3\nregion=RegionOne\n\
@@ -315,11 +316,11 @@ mod tests {
              tls-insecure=false\n\n[LoadBalancer]\nlb-provider=amphorav2\n\
              lb-method=ROUND_ROBIN\ncreate-monitor=True\n"
         );
-        let with_ca = cloud_conf(&cluster(json!({})), &config(&s, "PEM")).expect("conf");
+        let with_ca = cloud_conf(&cluster(json!({})), &config(&cc, "PEM")).expect("conf");
         assert!(with_ca.contains("\ntls-insecure=false\nca-file=/etc/config/ca.crt\n"));
         let ovn = cloud_conf(
             &cluster(json!({"octavia_provider": "ovn", "octavia_lb_healthcheck": "false"})),
-            &config(&s, ""),
+            &config(&cc, ""),
         )
         .expect("conf");
         assert!(ovn.ends_with("lb-provider=ovn\nlb-method=SOURCE_IP_PORT\ncreate-monitor=false\n"));
@@ -328,9 +329,10 @@ mod tests {
     #[test]
     fn ovn_with_another_algorithm_is_refused_with_mcapis_text() {
         let s = Secret::new("shh");
+        let cc = cloud(&s);
         let err = cloud_conf(
             &cluster(json!({"octavia_provider": "ovn", "octavia_lb_algorithm": "ROUND_ROBIN"})),
-            &config(&s, ""),
+            &config(&cc, ""),
         )
         .expect_err("refused");
         assert_eq!(
@@ -342,12 +344,13 @@ mod tests {
     #[test]
     fn the_data_holds_the_workloads_cloud_config_and_a_class_per_volume_type() {
         let s = Secret::new("shh");
+        let cc = cloud(&s);
         let volumes = VolumeTypes {
             names: vec!["__DEFAULT__".into(), "ssd".into(), "Fast HDD".into()],
             default: "ssd".into(),
         };
         let data =
-            secret_data(&cluster(json!({})), &config(&s, "PEM"), Some(&volumes)).expect("data");
+            secret_data(&cluster(json!({})), &config(&cc, "PEM"), Some(&volumes)).expect("data");
         assert_eq!(
             data.keys().collect::<Vec<_>>(),
             [
@@ -356,13 +359,14 @@ mod tests {
                 "storageclass-block-ssd.yaml"
             ]
         );
-        let cc: Value = serde_yaml_ng::from_str(&data["cloud-config-secret.yaml"]).expect("yaml");
+        let workload: Value =
+            serde_yaml_ng::from_str(&data["cloud-config-secret.yaml"]).expect("yaml");
         assert_eq!(
-            cc["metadata"],
+            workload["metadata"],
             json!({"name": "cloud-config", "namespace": "kube-system"})
         );
-        assert_eq!(cc["stringData"]["ca.crt"], "PEM");
-        assert!(cc["stringData"]["cloud.conf"]
+        assert_eq!(workload["stringData"]["ca.crt"], "PEM");
+        assert!(workload["stringData"]["cloud.conf"]
             .as_str()
             .is_some_and(|c| c.contains("application-credential-secret=shh\n")));
         let ssd: Value =
@@ -380,7 +384,7 @@ mod tests {
             serde_yaml_ng::from_str(&data["storageclass-block-fast-hdd.yaml"]).expect("yaml");
         assert_eq!(hdd["metadata"]["annotations"], json!({}));
         assert_eq!(hdd["parameters"]["type"], "Fast HDD");
-        let without = secret_data(&cluster(json!({})), &config(&s, ""), None).expect("data");
+        let without = secret_data(&cluster(json!({})), &config(&cc, ""), None).expect("data");
         assert_eq!(
             without.keys().collect::<Vec<_>>(),
             ["cloud-config-secret.yaml"]
