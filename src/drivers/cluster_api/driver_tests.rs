@@ -294,6 +294,121 @@ async fn control_plane_scale_down_annotates_the_named_machine_first() {
     server.await.expect("scenario");
 }
 
+const CP_MACHINES_PATH: &str = "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines?&labelSelector=cluster.x-k8s.io%2Fcluster-name%3Dkube-abcde%2Ccluster.x-k8s.io%2Fcontrol-plane";
+
+fn control_plane_machines() -> Value {
+    json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineList", "metadata": {},
+           "items": [
+             {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-1"},
+              "status": {"nodeRef": {"name": "node-1"}}},
+             {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-2"},
+              "status": {"nodeRef": {"name": "node-2"}}}]})
+}
+
+#[tokio::test]
+async fn a_refused_replica_patch_takes_the_delete_machine_annotation_off_again() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        let mut three = cluster_object();
+        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
+        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
+        expect(
+            &mut handle,
+            "GET",
+            CP_MACHINES_PATH,
+            None,
+            None,
+            control_plane_machines(),
+        )
+        .await;
+        let machine =
+            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?";
+        let machine_reply = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+                                   "metadata": {"name": "kube-abcde-cp-2"}});
+        expect(
+            &mut handle,
+            "PATCH",
+            machine,
+            Some("application/merge-patch+json"),
+            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": "yes"}}})),
+            machine_reply.clone(),
+        )
+        .await;
+        // A webhook refuses the replicas.
+        expect(
+            &mut handle,
+            "PATCH",
+            &format!("{CLUSTER_PATH}?"),
+            Some("application/merge-patch+json"),
+            Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 1}}}})),
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+                   "reason": "Invalid", "message": "admission webhook denied the request"}),
+        )
+        .await;
+        expect(
+            &mut handle,
+            "PATCH",
+            machine,
+            Some("application/merge-patch+json"),
+            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": null}}})),
+            machine_reply,
+        )
+        .await;
+    });
+    let req = ResizeRequest {
+        node_count: 1,
+        nodes_to_remove: vec!["node-2".into()],
+    };
+    let err = d
+        .resize(&cluster(), &nodegroup("default-master", "master"), &req)
+        .await
+        .expect_err("the patch was refused");
+    assert!(
+        err.to_string().contains("admission webhook denied"),
+        "{err}"
+    );
+    server.await.expect("scenario");
+}
+
+#[tokio::test]
+async fn a_node_to_remove_that_is_no_machine_of_the_nodegroup_marks_none() {
+    let (d, mut handle) = driver();
+    let server = tokio::spawn(async move {
+        let mut three = cluster_object();
+        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
+        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
+        expect(
+            &mut handle,
+            "GET",
+            CP_MACHINES_PATH,
+            None,
+            None,
+            control_plane_machines(),
+        )
+        .await;
+        handle
+    });
+    // node-2 exists, node-9 does not: not even node-2 is marked.
+    let req = ResizeRequest {
+        node_count: 1,
+        nodes_to_remove: vec!["node-2".into(), "node-9".into()],
+    };
+    let err = d
+        .resize(&cluster(), &nodegroup("default-master", "master"), &req)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "node node-9 is not a Machine of this nodegroup"
+    );
+    let mut handle = server.await.expect("scenario");
+    drop(d);
+    assert!(
+        handle.next_request().await.is_none(),
+        "no request after the refusal"
+    );
+}
+
 #[tokio::test]
 async fn repeated_control_plane_resize_sends_no_second_patch() {
     let (d, mut handle) = driver();

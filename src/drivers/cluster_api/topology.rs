@@ -80,6 +80,11 @@ pub fn delete_machine_annotation() -> Value {
     json!({"metadata": {"annotations": {DELETE_MACHINE: "yes"}}})
 }
 
+/// The merge patch that takes [`delete_machine_annotation`] off again.
+pub fn delete_machine_annotation_removed() -> Value {
+    json!({"metadata": {"annotations": {DELETE_MACHINE: null}}})
+}
+
 fn md_path(index: usize, rest: &str) -> String {
     format!("/spec/topology/workers/machineDeployments/{index}{rest}")
 }

@@ -218,9 +218,10 @@ impl Lifecycle for KubeClusterApiDriver {
                         generation_of(&current),
                     )));
                 }
-                self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
+                let marked = self
+                    .mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
                     .await?;
-                let patched = self
+                let patched = match self
                     .api(mc, &self.resources.cluster)
                     .patch(
                         &stack,
@@ -228,7 +229,13 @@ impl Lifecycle for KubeClusterApiDriver {
                         &Patch::Merge(&topology::control_plane_replicas(n)),
                     )
                     .await
-                    .map_err(|e| kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)))?;
+                {
+                    Ok(patched) => patched,
+                    Err(e) => {
+                        self.unmark(mc, &marked).await;
+                        return Err(kube_error(e, &format!("Cluster {}/{stack}", mc.namespace)));
+                    }
+                };
                 Ok(Progress::Waiting(self.wait_on(
                     mc,
                     &stack,
@@ -258,11 +265,13 @@ impl Lifecycle for KubeClusterApiDriver {
                         .and_then(Value::as_i64)
                         == Some(n)
                 };
-                if !autoscaled && !at_target(&current) {
+                let marked = if !autoscaled && !at_target(&current) {
                     self.mark_for_deletion(mc, &stack, &which, &request.nodes_to_remove)
-                        .await?;
-                }
-                let wait = self
+                        .await?
+                } else {
+                    Vec::new()
+                };
+                let patched = self
                     .patch_workers(mc, &stack, Some(current), |c| {
                         let i = topology::machine_deployment_index(c, name).ok_or_else(|| {
                             DriverError::rejected(format!(
@@ -277,7 +286,14 @@ impl Lifecycle for KubeClusterApiDriver {
                             Some(topology::worker_replicas(c, i, name, n))
                         })
                     })
-                    .await?;
+                    .await;
+                let wait = match patched {
+                    Ok(wait) => wait,
+                    Err(e) => {
+                        self.unmark(mc, &marked).await;
+                        return Err(e);
+                    }
+                };
                 if autoscaled {
                     return Ok(Progress::Complete);
                 }

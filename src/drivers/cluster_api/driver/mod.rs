@@ -238,44 +238,92 @@ impl KubeClusterApiDriver {
             .filter(StackCache::synced)
     }
 
-    /// Marks the Machines named in `nodes_to_remove` for deletion.
+    /// Marks the Machines named in `nodes_to_remove` for deletion: every name is found
+    /// among the nodegroup's Machines before any is marked (one that is not refuses the
+    /// resize with nothing marked). Answers the Machines this call marked (not those marked
+    /// already), for [`Self::unmark`] when the resize's own patch fails.
     async fn mark_for_deletion(
         &self,
         mc: &ManagementCluster,
         stack: &str,
         ng: &NodeGroupRef,
         nodes: &[String],
-    ) -> Result<(), DriverError> {
+    ) -> Result<Vec<String>, DriverError> {
         if nodes.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let selector = topology::machine_selector(stack, ng);
         let api = self.api(mc, &self.resources.machine);
-        let machines = api
+        let machines: Vec<Value> = api
             .list(&ListParams::default().labels(&selector))
             .await
-            .map_err(|e| kube_error(e, "Machines"))?;
+            .map_err(|e| kube_error(e, "Machines"))?
+            .items
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect();
+        let mut chosen = Vec::new();
         for node in nodes {
-            let found = machines.items.iter().find(|m| {
-                serde_json::to_value(m)
-                    .map(|v| topology::machine_matches(&v, node))
-                    .unwrap_or(false)
-            });
-            let Some(machine) = found else {
+            let Some(machine) = machines.iter().find(|m| topology::machine_matches(m, node)) else {
                 return Err(DriverError::rejected(format!(
                     "node {node} is not a Machine of this nodegroup"
                 )));
             };
-            let name = machine.metadata.name.clone().unwrap_or_default();
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&topology::delete_machine_annotation()),
-            )
-            .await
-            .map_err(|e| kube_error(e, &format!("Machine {name}")))?;
+            chosen.push(machine);
         }
-        Ok(())
+        let mut marked = Vec::new();
+        for machine in chosen {
+            let name = machine["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if machine
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(topology::DELETE_MACHINE))
+                .is_some()
+                || marked.contains(&name)
+            {
+                continue;
+            }
+            if let Err(e) = api
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&topology::delete_machine_annotation()),
+                )
+                .await
+            {
+                self.unmark(mc, &marked).await;
+                return Err(kube_error(e, &format!("Machine {name}")));
+            }
+            marked.push(name);
+        }
+        Ok(marked)
+    }
+
+    /// Takes the delete-machine annotation off the Machines `names` again (a resize whose
+    /// patch failed: a later scale-down must not pick them). Best effort: the resize's own
+    /// error is what is reported; a Machine gone meanwhile needs nothing.
+    async fn unmark(&self, mc: &ManagementCluster, names: &[String]) {
+        let api = self.api(mc, &self.resources.machine);
+        for name in names {
+            match api
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&topology::delete_machine_annotation_removed()),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.is_not_found() => {}
+                Err(e) => tracing::warn!(
+                    machine = %name,
+                    error = %e,
+                    "cannot take the delete-machine annotation off again"
+                ),
+            }
+        }
     }
 }
 
