@@ -32,6 +32,25 @@ def configure(rows, connection):
     return conf
 
 
+def service_credentials(conf, rows):
+    """Magnum's service credentials ([keystone_auth], magnum.common.keystone): what an admin
+    context without a token authenticates with (the periodic tasks; mcapi's
+    is_service_enabled). rows["admin"] {"user", "password", "project"}, default Keystone's
+    admin (scripts/keystone.sh)."""
+    admin = rows.get("admin") or {}
+    auth = {"auth_url": rows["keystone_url"],
+            "username": admin.get("user", "admin"),
+            "password": admin.get("password", "admin-secret"),
+            "project_name": admin.get("project", "admin"),
+            "user_domain_name": "Default", "project_domain_name": "Default"}
+    from keystoneauth1 import loading as ka_loading
+    conf.set_override("auth_type", "password", group="keystone_auth")
+    conf.register_opts(ka_loading.get_auth_plugin_conf_options(
+        ka_loading.get_plugin_loader("password")), group="keystone_auth")
+    for k, v in auth.items():
+        conf.set_override(k, v, group="keystone_auth")
+
+
 def user_context(rows):
     """A Keystone token for rows' user (POST /v3/auth/tokens, password, project scope) and
     the context Magnum's API ContextHook builds from keystonemiddleware's headers."""

@@ -91,21 +91,7 @@ def log(msg):
 
 def configure(rows):
     conf = mcapi_common.configure(rows, rows["database"])
-    admin = rows.get("admin") or {}
-    auth = {"auth_type": "password", "auth_url": rows["keystone_url"],
-            "username": admin.get("user", "admin"),
-            "password": admin.get("password", "admin-secret"),
-            "project_name": admin.get("project", "admin"),
-            "user_domain_name": "Default", "project_domain_name": "Default"}
-    # Magnum's service credentials ([keystone_auth], magnum.common.keystone): what an
-    # admin context without a token (the periodic tasks) authenticates with.
-    from keystoneauth1 import loading as ka_loading
-    conf.set_override("auth_type", "password", group="keystone_auth")
-    conf.register_opts(ka_loading.get_auth_plugin_conf_options(
-        ka_loading.get_plugin_loader("password")), group="keystone_auth")
-    for k, v in auth.items():
-        if k != "auth_type":
-            conf.set_override(k, v, group="keystone_auth")
+    mcapi_common.service_credentials(conf, rows)
     # magnum-db.sh's magnum.conf: x509keypair certificates, no messaging.
     conf.set_default("cert_manager_type", "x509keypair", group="certificates")
     from oslo_messaging import transport as om_transport

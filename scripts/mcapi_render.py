@@ -192,7 +192,9 @@ class KubeStub:
 
 # --- Magnum: configuration, rows -> in-memory DB -> objects --------------------------------
 def configure(rows):
-    mcapi_common.configure(rows, "sqlite://")
+    conf = mcapi_common.configure(rows, "sqlite://")
+    # mcapi's is_service_enabled (cinder, manila) reads the catalog as Magnum's service user.
+    mcapi_common.service_credentials(conf, rows)
 
 
 def load_objects(rows, admin_ctx):
