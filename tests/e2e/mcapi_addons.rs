@@ -149,15 +149,19 @@ pub(crate) async fn assert_cloud_provider(
     expected.sort();
     assert!(!expected.is_empty(), "Cinder has volume types here");
     assert_eq!(keys, expected);
-    let class: Value = serde_yaml_ng::from_str(&secret_text(
-        &secret,
-        &format!("storageclass-block-{default}.yaml"),
-    ))
-    .expect("yaml");
-    assert_eq!(
-        class["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"],
-        "true"
-    );
+    // The default type's class is the default one (none when Cinder's default is its
+    // placeholder `__DEFAULT__`, which gets no class, as with mcapi).
+    for key in &keys {
+        let class: Value = serde_yaml_ng::from_str(&secret_text(&secret, key)).expect("yaml");
+        let marked = class["metadata"]["annotations"]
+            ["storageclass.kubernetes.io/is-default-class"]
+            == "true";
+        assert_eq!(
+            marked,
+            class["parameters"]["type"] == json!(default),
+            "{key}: {class}"
+        );
+    }
 }
 
 /// The Helm add-on provider's releases for the Cluster `stack`.
@@ -235,7 +239,7 @@ pub(crate) async fn assert_helm_add_ons(
         .iter()
         .find(|r| r["spec"]["chartName"] == "openstack-cloud-controller-manager")
         .expect("OCCM");
-    assert_eq!(occm["spec"]["releaseNamespace"], "kube-system", "{occm}");
+    assert_eq!(occm["spec"]["namespace"], "kube-system", "{occm}");
     assert_eq!(occm["spec"]["releaseName"], "openstack-ccm", "{occm}");
     let values: Value =
         serde_yaml_ng::from_str(occm["spec"]["values"].as_str().unwrap_or_default()).expect("yaml");
@@ -252,11 +256,15 @@ pub(crate) async fn assert_helm_add_ons(
 /// Once the Cluster `stack` is gone: no resource set, Secret or Helm release of its add-ons.
 pub(crate) async fn assert_no_add_ons_left(env: &Env, stack: &str) {
     let name = format!("{stack}-cloud-provider");
-    assert!(
-        env.get(&resource_sets(), &name).await.is_none(),
-        "ClusterResourceSet {name}"
-    );
     assert!(env.get(&secrets(), &name).await.is_none(), "Secret {name}");
+    // Deleted; Cluster API's finalizer on it goes with its controller's next reconcile.
+    env.wait_for("the ClusterResourceSet to go", || async {
+        env.get(&resource_sets(), &name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
     env.wait_for("the Helm releases to go with the Cluster", || async {
         helm_releases(env, stack).await.is_empty().then_some(())
     })

@@ -361,7 +361,9 @@ async fn the_cluster_magnum_rs_builds_is_the_one_magnum_cluster_apis_code_builds
         eprintln!(
             "{case}: cloud-provider keys compared: {:?}; mcapi's: {:?}",
             data.keys().collect::<Vec<_>>(),
-            theirs["cloud_provider"].as_object().map(|m| m.keys().collect::<Vec<_>>())
+            theirs["cloud_provider"]
+                .as_object()
+                .map(|m| m.keys().collect::<Vec<_>>())
         );
         cloud_provider_differences(&data, &theirs["cloud_provider"], &mut diff);
         if !diff.is_empty() {
