@@ -93,10 +93,11 @@ pub fn credential_of(secret: &KubeSecret) -> Option<MadeCredential> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn config(secret: &Secret) -> CloudConfig<'_> {
+    /// A cluster's cloud configuration (Keystone at keystone.example, credential `c0ffee`).
+    pub(crate) fn config(secret: &Secret) -> CloudConfig<'_> {
         CloudConfig {
             auth_url: "https://keystone.example:5000/v3",
             region_name: Some("RegionOne"),

@@ -288,17 +288,7 @@ mod tests {
         }
     }
 
-    fn cloud(secret: &Secret) -> CloudConfig<'_> {
-        CloudConfig {
-            auth_url: "https://keystone.example:5000/v3",
-            region_name: Some("RegionOne"),
-            interface: "public",
-            verify: true,
-            credential_id: "c0ffee",
-            credential_secret: secret,
-            cacert: "the system's bundle",
-        }
-    }
+    use crate::drivers::cluster_api::cloud_config::tests::config as cloud;
 
     fn config<'a>(cloud: &'a CloudConfig<'a>, ca: &'a str) -> ProviderConfig<'a> {
         ProviderConfig { cloud, ca }

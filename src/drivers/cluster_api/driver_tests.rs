@@ -248,23 +248,7 @@ async fn worker_patch_refused_by_its_test_is_built_again_from_a_fresh_read() {
 async fn control_plane_scale_down_annotates_the_named_machine_first() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
-        let mut three = cluster_object();
-        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
-        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
-        expect(
-            &mut handle,
-            "GET",
-            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines?&labelSelector=cluster.x-k8s.io%2Fcluster-name%3Dkube-abcde%2Ccluster.x-k8s.io%2Fcontrol-plane",
-            None,
-            None,
-            json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineList", "metadata": {},
-                   "items": [
-                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-1"},
-                      "status": {"nodeRef": {"name": "node-1"}}},
-                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-2"},
-                      "status": {"nodeRef": {"name": "node-2"}}}]}),
-        )
-        .await;
+        control_plane_of_three_read(&mut handle).await;
         expect(
             &mut handle,
             "PATCH",
@@ -305,22 +289,28 @@ fn control_plane_machines() -> Value {
               "status": {"nodeRef": {"name": "node-2"}}}]})
 }
 
+/// A scale-down's reads: the Cluster at 3 control-plane replicas, then its control plane's
+/// Machines (node-1, node-2).
+async fn control_plane_of_three_read(handle: &mut Handle) {
+    let mut three = cluster_object();
+    three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
+    expect(handle, "GET", CLUSTER_PATH, None, None, three).await;
+    expect(
+        handle,
+        "GET",
+        CP_MACHINES_PATH,
+        None,
+        None,
+        control_plane_machines(),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_refused_replica_patch_takes_the_delete_machine_annotation_off_again() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
-        let mut three = cluster_object();
-        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
-        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
-        expect(
-            &mut handle,
-            "GET",
-            CP_MACHINES_PATH,
-            None,
-            None,
-            control_plane_machines(),
-        )
-        .await;
+        control_plane_of_three_read(&mut handle).await;
         let machine =
             "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?";
         let machine_reply = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
@@ -374,18 +364,7 @@ async fn a_refused_replica_patch_takes_the_delete_machine_annotation_off_again()
 async fn a_node_to_remove_that_is_no_machine_of_the_nodegroup_marks_none() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
-        let mut three = cluster_object();
-        three["spec"]["topology"]["controlPlane"]["replicas"] = json!(3);
-        expect(&mut handle, "GET", CLUSTER_PATH, None, None, three).await;
-        expect(
-            &mut handle,
-            "GET",
-            CP_MACHINES_PATH,
-            None,
-            None,
-            control_plane_machines(),
-        )
-        .await;
+        control_plane_of_three_read(&mut handle).await;
         handle
     });
     // node-2 exists, node-9 does not: not even node-2 is marked.
