@@ -121,129 +121,25 @@ build() {
   exec 8>&-
 }
 
-# A module's directory in the module cache (downloaded if needed; outside any module, as
-# capi.sh does, so no go.mod/go.sum is touched).
-module_dir() {
-  mkdir -p "$CACHE"
-  ensure_module
-  (cd "$CACHE" && GOFLAGS='' go mod download -json "$1" \
-    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-}
-
 # --- running (in the namespace of `capi.sh start DIR`) ---
 
-nx() { ip netns exec "$NS" "$@"; }
-
-load_dir() {
-  [[ -n "${1:-}" ]] || usage
-  [[ -d "$1" ]] || die "no directory $1"
-  DIR="$(cd "$1" && pwd)"
-  [[ -f "$DIR/state" ]] || die "$DIR was not started by capi.sh (no $DIR/state)"
-  # shellcheck disable=SC1091
-  source "$DIR/state"                              # NS TOKEN BRIDGE_PORT
-  URL="https://127.0.0.1:$BRIDGE_PORT"
-}
-
-# Pid from DIR/NAME.pid if that process is alive and was started for DIR (as capi.sh).
-live_pid() {
-  local pid; pid="$(cat "$DIR/$1.pid" 2>/dev/null || true)"
-  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -e "$DIR/" -e "$NS"; then
-    echo "$pid"
-  fi
-}
-
-kcurl() { curl -sS -A caaph.sh --cacert "$DIR/pki/ca.crt" -H "Authorization: Bearer $TOKEN" "$@"; }
-
-# Server-side apply of one JSON object: apply COLLECTION NAME FILE
-apply() {
-  local code
-  code="$(kcurl -o "$DIR/caaph-apply.out" -w '%{http_code}' -X PATCH \
-    -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$3" \
-    "$URL$1/$2?fieldManager=caaph.sh&force=true")"
-  [[ "$code" == 200 || "$code" == 201 ]] || { log "apply $1/$2: HTTP $code: $(head -c 600 "$DIR/caaph-apply.out")"; return 1; }
-}
-
-# PORTS ("18000,18001-18002") -> one port a line
-expand_ports() {
-  local part a b p
-  for part in ${1//,/ }; do
-    if [[ "$part" =~ ^([0-9]+)-([0-9]+)$ ]]; then
-      a="${BASH_REMATCH[1]}" b="${BASH_REMATCH[2]}"
-    elif [[ "$part" =~ ^[0-9]+$ ]]; then
-      a="$part" b="$part"
-    else
-      die "--reach: bad port list '$1' (e.g. 18000,18001-18002)"
-    fi
-    for ((p = a; p <= b; p++)); do echo "$p"; done
-  done
-}
-
-# Host port P reachable inside the namespace at 127.0.0.1:P, through DIR/reach-P.sock.
-# Same files as capo.sh's start_reach: a bridge capo.sh made is reused, and the other way.
-start_reach() {
-  local p="$1" i
-  if [[ -z "$(live_pid "bridge-reach-$p-host")" ]]; then
-    rm -f "$DIR/reach-$p.sock"
-    setsid socat "UNIX-LISTEN:$DIR/reach-$p.sock,fork,unlink-early,backlog=128" "TCP:127.0.0.1:$p" \
-      </dev/null >>"$DIR/bridge-reach-$p.log" 2>&1 &
-    echo $! >"$DIR/bridge-reach-$p-host.pid"
-  fi
-  if [[ -z "$(live_pid "bridge-reach-$p-ns")" ]]; then
-    setsid ip netns exec "$NS" socat "TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr,fork,backlog=128" \
-      "UNIX-CONNECT:$DIR/reach-$p.sock" </dev/null >>"$DIR/bridge-reach-$p.log" 2>&1 &
-    echo $! >"$DIR/bridge-reach-$p-ns.pid"
-  fi
-  for ((i = 0; i < 50; i++)); do
-    if [[ -S "$DIR/reach-$p.sock" ]] && nx ss -ltnH "sport = :$p" | grep -q .; then return 0; fi
-    sleep 0.1
-  done
-  log "reach bridge for port $p did not come up; $DIR/bridge-reach-$p.log:"
-  tail -n 20 "$DIR/bridge-reach-$p.log" >&2
-  return 1
-}
+CTRL=caaph
+# shellcheck source=scripts/lib/controller.sh
+source "$HERE/lib/controller.sh"
 
 start() {
-  load_dir "${1:-}"; shift
-  local reach=""
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --reach) reach="${2:?--reach PORTS}"; shift 2 ;;
-      --reach=*) reach="${1#--reach=}"; shift ;;
-      *) usage ;;
-    esac
-  done
-  [[ "$(id -u)" == 0 ]] || die "needs root (ip netns)"
-  ip netns list | grep -qw "$NS" || die "network namespace $NS of $DIR is gone (capi.sh start $DIR)"
-  local t0 p; t0=$(date +%s.%N)
-  if [[ -n "$reach" ]]; then
-    for p in $(expand_ports "$reach"); do start_reach "$p" || die "reach $p"; done
-    log "host ports $reach reachable inside $NS"
-  fi
+  begin_start "$@"
   if [[ -n "$(live_pid caaph)" ]]; then log "caaph-manager already running (pid $(live_pid caaph))"; return 0; fi
   [[ -x "$BIN/caaph-manager" ]] || build
   [[ -x "$KBIN/crdprep" ]] || die "no $KBIN/crdprep (scripts/kube.sh build)"
-  local caaph_dir name group version plural i
-  caaph_dir="$(module_dir "$CAAPH_MODULE@$CAAPH_VERSION")"
+  local caaph_dir
+  mkdir -p "$CACHE"
+  caaph_dir="$(ensure_module && module_dir "$CAAPH_MODULE@$CAAPH_VERSION")"
   [[ -d "$caaph_dir/config/crd/bases" ]] || die "CAAPH module dir not found"
 
   # CRDs: v1alpha1 only, no conversion, no contract labels (nothing refers to them by
   # contract: CAAPH finds Clusters by the HelmChartProxy's clusterSelector).
-  rm -rf "$DIR/objects/crd-caaph" "$DIR/objects/webhooks-caaph"
-  mkdir -p "$DIR/objects/crd-caaph" "$DIR/objects/webhooks-caaph"
-  "$KBIN/crdprep" -version v1alpha1 -out "$DIR/objects/crd-caaph" \
-    "$caaph_dir"/config/crd/bases/*.yaml >"$DIR/objects/crd-caaph/index"
-  while read -r name group version plural; do
-    apply /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$name" "$DIR/objects/crd-caaph/$name.json" \
-      || die "CRD $name"
-  done <"$DIR/objects/crd-caaph/index"
-  while read -r name group version plural; do
-    for ((i = 0; i < 300; i++)); do
-      kcurl -f -o /dev/null "$URL/apis/$group/$version/$plural?limit=1" 2>/dev/null && continue 2
-      sleep 0.2
-    done
-    die "CRD $name not served"
-  done <"$DIR/objects/crd-caaph/index"
-  log "$(wc -l <"$DIR/objects/crd-caaph/index") CRDs served"
+  apply_crds -version v1alpha1 -- "$caaph_dir"/config/crd/bases/*.yaml
 
   # Helm (helm.sh/helm/v3's cli settings) keeps its repository cache, config and registry
   # files under HOME/XDG dirs, and CAAPH writes values files to TMPDIR: all in DIR.
@@ -257,22 +153,8 @@ start() {
     --health-addr="127.0.0.1:$HEALTH" --diagnostics-address="127.0.0.1:$DIAG" --insecure-diagnostics \
     </dev/null >>"$DIR/caaph.log" 2>&1 &
   echo $! >"$DIR/caaph.pid"
-  # readyz is a plain ping: wait for the webhook server's port too before registering it.
-  for ((i = 0; ; i++)); do
-    if nx curl -sf -o /dev/null "http://127.0.0.1:$HEALTH/readyz" \
-       && nx ss -ltnH "sport = :$WH" | grep -q .; then break; fi
-    kill -0 "$(cat "$DIR/caaph.pid")" 2>/dev/null || { tail -n 30 "$DIR/caaph.log" >&2; die "caaph-manager exited"; }
-    ((i < 900)) || { tail -n 30 "$DIR/caaph.log" >&2; stop_all; die "caaph-manager not ready after 180 s"; }
-    sleep 0.2
-  done
-  log "caaph-manager ready (pid $(cat "$DIR/caaph.pid"))"
-
-  local f c n
-  "$KBIN/crdprep" -objects -webhook-port "$WH" -ca "$DIR/certs/ca.crt" -prefix caaph \
-    -out "$DIR/objects/webhooks-caaph" "$caaph_dir/config/webhook/manifests.yaml" \
-    >"$DIR/objects/webhooks-caaph/index"
-  while read -r f c n; do apply "$c" "$n" "$f" || die "webhook $n"; done <"$DIR/objects/webhooks-caaph/index"
-  log "webhooks registered; $(echo "$(date +%s.%N) - $t0" | bc) s in all"
+  wait_manager_ready
+  register_webhooks "$caaph_dir/config/webhook/manifests.yaml"
 }
 
 # TERM, up to 10 s, then KILL (as capi.sh stop_some). Only caaph-manager: the reach
@@ -290,22 +172,13 @@ stop_all() {
 
 stop() {
   [[ -d "$1" ]] || return 0
-  DIR="$(cd "$1" && pwd)"
-  NS=""
-  # shellcheck disable=SC1091
-  [[ -f "$DIR/state" ]] && source "$DIR/state"
-  [[ -n "$NS" ]] || NS="mrs-$(echo -n "$DIR" | sha256sum | cut -c1-8)"
+  load_dir_to_stop "$1"
   stop_all
 }
 
 status() {
   load_dir "$1"
-  local f n pid
-  for f in "$DIR/caaph.pid" "$DIR"/bridge-reach-*.pid; do
-    [[ -e "$f" ]] || { [[ "$f" == "$DIR/caaph.pid" ]] && echo "caaph down"; continue; }
-    n="$(basename "$f" .pid)"; pid="$(live_pid "$n")"
-    echo "$n ${pid:-down}"
-  done
+  print_status
 }
 
 case "${1:-}" in

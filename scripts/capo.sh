@@ -75,128 +75,25 @@ build() {
   exec 8>&-
 }
 
-# A module's directory in the module cache (downloaded if needed; outside any module, as
-# capi.sh does, so no go.mod/go.sum is touched).
-module_dir() {
-  mkdir -p "$CACHE"
-  (cd "$CACHE" && GOFLAGS='' go mod download -json "$1" \
-    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-}
-
 # --- running (in the namespace of `capi.sh start DIR`) ---
 
-nx() { ip netns exec "$NS" "$@"; }
-
-load_dir() {
-  [[ -n "${1:-}" ]] || usage
-  [[ -d "$1" ]] || die "no directory $1"
-  DIR="$(cd "$1" && pwd)"
-  [[ -f "$DIR/state" ]] || die "$DIR was not started by capi.sh (no $DIR/state)"
-  # shellcheck disable=SC1091
-  source "$DIR/state"                              # NS TOKEN BRIDGE_PORT
-  URL="https://127.0.0.1:$BRIDGE_PORT"
-}
-
-# Pid from DIR/NAME.pid if that process is alive and was started for DIR (as capi.sh).
-live_pid() {
-  local pid; pid="$(cat "$DIR/$1.pid" 2>/dev/null || true)"
-  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -e "$DIR/" -e "$NS"; then
-    echo "$pid"
-  fi
-}
-
-kcurl() { curl -sS -A capo.sh --cacert "$DIR/pki/ca.crt" -H "Authorization: Bearer $TOKEN" "$@"; }
-
-# Server-side apply of one JSON object: apply COLLECTION NAME FILE
-apply() {
-  local code
-  code="$(kcurl -o "$DIR/capo-apply.out" -w '%{http_code}' -X PATCH \
-    -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$3" \
-    "$URL$1/$2?fieldManager=capo.sh&force=true")"
-  [[ "$code" == 200 || "$code" == 201 ]] || { log "apply $1/$2: HTTP $code: $(head -c 600 "$DIR/capo-apply.out")"; return 1; }
-}
-
-# PORTS ("15000,15200-15203") -> one port a line
-expand_ports() {
-  local part a b p
-  for part in ${1//,/ }; do
-    if [[ "$part" =~ ^([0-9]+)-([0-9]+)$ ]]; then
-      a="${BASH_REMATCH[1]}" b="${BASH_REMATCH[2]}"
-    elif [[ "$part" =~ ^[0-9]+$ ]]; then
-      a="$part" b="$part"
-    else
-      die "--reach: bad port list '$1' (e.g. 15000,15200-15203)"
-    fi
-    for ((p = a; p <= b; p++)); do echo "$p"; done
-  done
-}
-
-# Host port P reachable inside the namespace at 127.0.0.1:P, through DIR/reach-P.sock.
-start_reach() {
-  local p="$1" i
-  if [[ -z "$(live_pid "bridge-reach-$p-host")" ]]; then
-    rm -f "$DIR/reach-$p.sock"
-    setsid socat "UNIX-LISTEN:$DIR/reach-$p.sock,fork,unlink-early,backlog=128" "TCP:127.0.0.1:$p" \
-      </dev/null >>"$DIR/bridge-reach-$p.log" 2>&1 &
-    echo $! >"$DIR/bridge-reach-$p-host.pid"
-  fi
-  if [[ -z "$(live_pid "bridge-reach-$p-ns")" ]]; then
-    setsid ip netns exec "$NS" socat "TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr,fork,backlog=128" \
-      "UNIX-CONNECT:$DIR/reach-$p.sock" </dev/null >>"$DIR/bridge-reach-$p.log" 2>&1 &
-    echo $! >"$DIR/bridge-reach-$p-ns.pid"
-  fi
-  for ((i = 0; i < 50; i++)); do
-    if [[ -S "$DIR/reach-$p.sock" ]] && nx ss -ltnH "sport = :$p" | grep -q .; then return 0; fi
-    sleep 0.1
-  done
-  log "reach bridge for port $p did not come up; $DIR/bridge-reach-$p.log:"
-  tail -n 20 "$DIR/bridge-reach-$p.log" >&2
-  return 1
-}
+CTRL=capo
+# shellcheck source=scripts/lib/controller.sh
+source "$HERE/lib/controller.sh"
 
 start() {
-  load_dir "${1:-}"; shift
-  local reach=""
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --reach) reach="${2:?--reach PORTS}"; shift 2 ;;
-      --reach=*) reach="${1#--reach=}"; shift ;;
-      *) usage ;;
-    esac
-  done
-  [[ "$(id -u)" == 0 ]] || die "needs root (ip netns)"
-  ip netns list | grep -qw "$NS" || die "network namespace $NS of $DIR is gone (capi.sh start $DIR)"
-  local t0 p; t0=$(date +%s.%N)
-  if [[ -n "$reach" ]]; then
-    for p in $(expand_ports "$reach"); do start_reach "$p" || die "reach $p"; done
-    log "host ports $reach reachable inside $NS"
-  fi
+  begin_start "$@"
   if [[ -n "$(live_pid capo)" ]]; then log "capo-manager already running (pid $(live_pid capo))"; return 0; fi
   [[ -x "$BIN/capo-manager" ]] || build
   [[ -x "$KBIN/crdprep" ]] || die "no $KBIN/crdprep (scripts/kube.sh build)"
-  local capo_dir orc_dir name group version plural i
+  local capo_dir orc_dir
   capo_dir="$(module_dir "sigs.k8s.io/cluster-api-provider-openstack@$CAPO_VERSION")"
   orc_dir="$(module_dir "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION")"
   [[ -d "$capo_dir/config/crd/bases" && -d "$orc_dir/config/crd/bases" ]] || die "CAPO/ORC module dirs not found"
 
   # CRDs: one version each, no conversion; -contract adds cluster.x-k8s.io/v1beta1: v1beta1.
-  rm -rf "$DIR/objects/crd-capo" "$DIR/objects/webhooks-capo"
-  mkdir -p "$DIR/objects/crd-capo" "$DIR/objects/webhooks-capo"
-  "$KBIN/crdprep" -contract -convert-port "$WH" -ca "$DIR/certs/ca.crt" -out "$DIR/objects/crd-capo" \
-    "$capo_dir"/config/crd/bases/*.yaml "$orc_dir/config/crd/bases/openstack.k-orc.cloud_images.yaml" \
-    >"$DIR/objects/crd-capo/index"
-  while read -r name group version plural; do
-    apply /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$name" "$DIR/objects/crd-capo/$name.json" \
-      || die "CRD $name"
-  done <"$DIR/objects/crd-capo/index"
-  while read -r name group version plural; do
-    for ((i = 0; i < 300; i++)); do
-      kcurl -f -o /dev/null "$URL/apis/$group/$version/$plural?limit=1" 2>/dev/null && continue 2
-      sleep 0.2
-    done
-    die "CRD $name not served"
-  done <"$DIR/objects/crd-capo/index"
-  log "$(wc -l <"$DIR/objects/crd-capo/index") CRDs served"
+  apply_crds -contract -convert-port "$WH" -ca "$DIR/certs/ca.crt" -- \
+    "$capo_dir"/config/crd/bases/*.yaml "$orc_dir/config/crd/bases/openstack.k-orc.cloud_images.yaml"
 
   # The manager needs no cloud flags: credentials come per cluster through identityRef.
   setsid ip netns exec "$NS" env KUBECONFIG="$DIR/kubeconfig-netns" "$BIN/capo-manager" \
@@ -204,20 +101,8 @@ start() {
     --health-addr="127.0.0.1:$HEALTH" --diagnostics-address="127.0.0.1:$DIAG" --insecure-diagnostics \
     </dev/null >>"$DIR/capo.log" 2>&1 &
   echo $! >"$DIR/capo.pid"
-  for ((i = 0; ; i++)); do
-    nx curl -sf -o /dev/null "http://127.0.0.1:$HEALTH/readyz" && break
-    kill -0 "$(cat "$DIR/capo.pid")" 2>/dev/null || { tail -n 30 "$DIR/capo.log" >&2; die "capo-manager exited"; }
-    ((i < 900)) || { tail -n 30 "$DIR/capo.log" >&2; stop_all; die "capo-manager not ready after 180 s"; }
-    sleep 0.2
-  done
-  log "capo-manager ready (pid $(cat "$DIR/capo.pid"))"
-
-  local f c n
-  "$KBIN/crdprep" -objects -webhook-port "$WH" -ca "$DIR/certs/ca.crt" -prefix capo \
-    -out "$DIR/objects/webhooks-capo" "$capo_dir/config/webhook/manifests.yaml" \
-    >"$DIR/objects/webhooks-capo/index"
-  while read -r f c n; do apply "$c" "$n" "$f" || die "webhook $n"; done <"$DIR/objects/webhooks-capo/index"
-  log "webhooks registered; $(echo "$(date +%s.%N) - $t0" | bc) s in all"
+  wait_manager_ready
+  register_webhooks "$capo_dir/config/webhook/manifests.yaml"
 }
 
 # TERM to every process at once, up to 10 s, then KILL (as capi.sh stop_some).
@@ -243,22 +128,13 @@ stop_all() {
 stop() {
   [[ -n "${1:-}" ]] || usage
   [[ -d "$1" ]] || return 0
-  DIR="$(cd "$1" && pwd)"
-  NS=""
-  # shellcheck disable=SC1091
-  [[ -f "$DIR/state" ]] && source "$DIR/state"
-  [[ -n "$NS" ]] || NS="mrs-$(echo -n "$DIR" | sha256sum | cut -c1-8)"
+  load_dir_to_stop "$1"
   stop_all
 }
 
 status() {
   load_dir "${1:-}"
-  local f n pid
-  for f in "$DIR/capo.pid" "$DIR"/bridge-reach-*.pid; do
-    [[ -e "$f" ]] || { [[ "$f" == "$DIR/capo.pid" ]] && echo "capo down"; continue; }
-    n="$(basename "$f" .pid)"; pid="$(live_pid "$n")"
-    echo "$n ${pid:-down}"
-  done
+  print_status
 }
 
 case "${1:-}" in
