@@ -249,24 +249,8 @@ async fn control_plane_scale_down_annotates_the_named_machine_first() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
         control_plane_of_three_read(&mut handle).await;
-        expect(
-            &mut handle,
-            "PATCH",
-            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?",
-            Some("application/merge-patch+json"),
-            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": "yes"}}})),
-            json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "kube-abcde-cp-2"}}),
-        )
-        .await;
-        expect(
-            &mut handle,
-            "PATCH",
-            &format!("{CLUSTER_PATH}?"),
-            Some("application/merge-patch+json"),
-            Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 1}}}})),
-            cluster_object(),
-        )
-        .await;
+        expect_cp_2_marked(&mut handle, json!("yes")).await;
+        expect_control_plane_to_one(&mut handle, cluster_object()).await;
     });
     let req = ResizeRequest {
         node_count: 1,
@@ -306,44 +290,45 @@ async fn control_plane_of_three_read(handle: &mut Handle) {
     .await;
 }
 
+/// The merge patch that sets (a value) or takes off (null) Machine kube-abcde-cp-2's
+/// `cluster.x-k8s.io/delete-machine` annotation.
+async fn expect_cp_2_marked(handle: &mut Handle, mark: Value) {
+    expect(
+        handle,
+        "PATCH",
+        "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?",
+        Some("application/merge-patch+json"),
+        Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": mark}}})),
+        json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+               "metadata": {"name": "kube-abcde-cp-2"}}),
+    )
+    .await;
+}
+
+/// The merge patch of the control plane's replicas to 1, answered with `reply`.
+async fn expect_control_plane_to_one(handle: &mut Handle, reply: Value) {
+    expect(
+        handle,
+        "PATCH",
+        &format!("{CLUSTER_PATH}?"),
+        Some("application/merge-patch+json"),
+        Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 1}}}})),
+        reply,
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_refused_replica_patch_takes_the_delete_machine_annotation_off_again() {
     let (d, mut handle) = driver();
     let server = tokio::spawn(async move {
         control_plane_of_three_read(&mut handle).await;
-        let machine =
-            "/apis/cluster.x-k8s.io/v1beta2/namespaces/magnum-system/machines/kube-abcde-cp-2?";
-        let machine_reply = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
-                                   "metadata": {"name": "kube-abcde-cp-2"}});
-        expect(
-            &mut handle,
-            "PATCH",
-            machine,
-            Some("application/merge-patch+json"),
-            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": "yes"}}})),
-            machine_reply.clone(),
-        )
-        .await;
+        expect_cp_2_marked(&mut handle, json!("yes")).await;
         // A webhook refuses the replicas.
-        expect(
-            &mut handle,
-            "PATCH",
-            &format!("{CLUSTER_PATH}?"),
-            Some("application/merge-patch+json"),
-            Some(json!({"spec": {"topology": {"controlPlane": {"replicas": 1}}}})),
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
-                   "reason": "Invalid", "message": "admission webhook denied the request"}),
-        )
-        .await;
-        expect(
-            &mut handle,
-            "PATCH",
-            machine,
-            Some("application/merge-patch+json"),
-            Some(json!({"metadata": {"annotations": {"cluster.x-k8s.io/delete-machine": null}}})),
-            machine_reply,
-        )
-        .await;
+        let refusal = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+                             "reason": "Invalid", "message": "admission webhook denied the request"});
+        expect_control_plane_to_one(&mut handle, refusal).await;
+        expect_cp_2_marked(&mut handle, Value::Null).await;
     });
     let req = ResizeRequest {
         node_count: 1,
