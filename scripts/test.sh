@@ -157,7 +157,9 @@ addons_report="$("$HERE/addons.sh" check)" || { echo "$addons_report" >&2; exit 
 
 step "cargo machete: no declared dependency is unused"
 if ! command -v cargo-machete >/dev/null 2>&1; then
-  cargo install cargo-machete --locked --version 0.9.2
+  # In a temporary target dir of its own: with CARGO_TARGET_DIR's, it would wait for the
+  # release build of the image steps (above) to let go of target/release's lock.
+  env -u CARGO_TARGET_DIR cargo install cargo-machete --locked --version 0.9.2
 fi
 cargo machete
 
