@@ -4,6 +4,7 @@
 # KubeadmControlPlane, kubeadm bootstrap and CAPD with its in-memory backend, all built
 # from the Go module proxy, with their admission webhooks on loopback.
 #
+#   scripts/capi.sh install-socat  socat with apt-get when missing (start does it too)
 #   scripts/capi.sh build          build the four managers into the cache (instant when
 #                                  cached); kube.sh build for etcd, kube-apiserver, crdprep
 #   scripts/capi.sh start DIR      everything inside a private network namespace (only
@@ -310,6 +311,18 @@ EOF
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# socat (the bridges into the namespace), with apt-get when missing; one apt-get at a time
+# among the project's scripts (scripts/test.sh runs some side by side), the check too, so
+# that a package another script is installing is waited for.
+install_socat() {
+  (
+    flock 7
+    command -v socat >/dev/null && exit 0
+    log "installing socat (apt-get)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q socat >&2
+  ) 7>/tmp/magnum-rs-apt.lock || die "cannot install socat"
+}
+
 start() {
   [[ $# -eq 1 ]] || die "usage: capi.sh start DIR"
   mkdir -p "$1"
@@ -318,10 +331,7 @@ start() {
   NS="$(netns_of "$DIR")"
   if [[ -n "$(live_pid kube-apiserver)" && -f "$DIR/env" ]]; then echo "$DIR/env"; return; fi
   [[ "$(id -u)" == 0 ]] || die "needs root (ip netns)"
-  command -v socat >/dev/null || {
-    log "installing socat (apt-get)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q socat >&2 || die "cannot install socat"
-  }
+  install_socat
   build
   stop "$DIR" 2>/dev/null || true
   rm -rf "${DIR:?}"/{etcd-data,pki,certs,objects,*.log,*.pid,env,state}
@@ -518,6 +528,7 @@ status() {
 }
 
 case "${1:-}" in
+  install-socat) install_socat ;;
   build) build ;;
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
@@ -526,5 +537,5 @@ case "${1:-}" in
   apiserver-stop) shift; apiserver_stop "$@" ;;
   apiserver-start) shift; apiserver_start "$@" ;;
   status) shift; status "$@" ;;
-  *) die "usage: capi.sh build | start DIR | stop DIR | provider DIR stop|start NAME | apiserver-restart|apiserver-stop|apiserver-start DIR | status DIR" ;;
+  *) die "usage: capi.sh install-socat | build | start DIR | stop DIR | provider DIR stop|start NAME | apiserver-restart|apiserver-stop|apiserver-start DIR | status DIR" ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Private MariaDB server for magnum-rs tests and the reference Magnum.
 #
+#   scripts/mariadb.sh install the server and client packages (apt) if needed
 #   scripts/mariadb.sh start   install (apt) if needed, init datadir, start, create user magnum
 #   scripts/mariadb.sh stop    stop the server started by `start` (by pid)
 #   scripts/mariadb.sh url     print mysql://magnum:magnum@127.0.0.1:PORT (no database)
@@ -27,11 +28,16 @@ running_pid() {
 }
 
 install_server() {
-  command -v mariadbd >/dev/null 2>&1 && command -v mariadb >/dev/null 2>&1 && return 0
-  echo "mariadb.sh: installing mariadb-server via apt" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2
-  apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >&2
+  # One apt-get at a time among the project's scripts (scripts/test.sh runs some side by side);
+  # the check too, so that a package another script is installing is waited for.
+  (
+    flock 7
+    command -v mariadbd >/dev/null 2>&1 && command -v mariadb >/dev/null 2>&1 && exit 0
+    echo "mariadb.sh: installing mariadb-server via apt" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >&2
+  ) 7>/tmp/magnum-rs-apt.lock
 }
 
 # Root connects over the private socket (unix_socket auth, installed by install-db).
@@ -93,9 +99,10 @@ stop() {
 }
 
 case "${1:-}" in
+  install) install_server ;;
   start) start ;;
   stop) stop ;;
   url) echo "mysql://magnum:magnum@127.0.0.1:$PORT" ;;
   drop-test-databases) drop_test_databases ;;
-  *) echo "usage: $0 start|stop|url|drop-test-databases" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|stop|url|drop-test-databases" >&2; exit 2 ;;
 esac

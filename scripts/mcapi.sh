@@ -60,6 +60,11 @@ log() { echo "mcapi.sh: $*" >&2; }
 
 install() {
   local magnum_venv hash want
+  # One builder at a time (scripts/test.sh builds it in the background while a later step
+  # asks for it): a second caller waits here, then finds it made. Held until exit.
+  mkdir -p "$CACHE"
+  exec 9>"$VENV.lock"
+  flock 9
   magnum_venv="$("$HERE/venv.sh" magnum)"
   hash="$(sha256sum "$HERE/constraints.txt" | cut -c1-16)"
   want="mcapi==$MCAPI_VERSION sha256:${MCAPI_SHA256:0:16} ${DEPS[*]} constraints:$hash"

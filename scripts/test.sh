@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. cargo fmt --check, cargo clippy -D warnings (unwrap/expect denied in the service), the
 #      module graph (scripts/module-graph.py: no cycle, nothing below the API depends on it),
-#      the CAAPH add-on proxies (scripts/addons.sh check: deploy/addons/*.yaml render and
-#      select offline) and cargo machete (no unused dependency);
+#      and, as background jobs begun at the start (see `background`), the CAAPH add-on
+#      proxies (scripts/addons.sh check: deploy/addons/*.yaml render and select offline) and
+#      cargo machete (no unused dependency);
 #   2. starts the real components the tests use (nothing is mocked in integration tests):
 #      MariaDB from Debian packages on 127.0.0.1:${MARIADB_PORT:-13306}; the real
 #      `openstack` CLI (python-openstackclient + python-magnumclient from PyPI); the real
@@ -16,8 +17,8 @@
 #      behind it the API processes of Glance 33, Nova 34, Neutron 29 and Cinder 29 (PyPI,
 #      scripts/openstack.sh) from ${MAGNUM_RS_OPENSTACK_PORT:-15200};
 #   3. performs the Dockerfile's steps without a container engine (scripts/image-steps.sh:
-#      release build, runtime root, non-root start, /healthz, HEALTHCHECK), in the background
-#      at nice 19 from the start, its result read at the end;
+#      release build, runtime root, non-root start, /healthz, HEALTHCHECK), a background job
+#      at the lowest priority from the start;
 #   4. runs `cargo test` against SQLite, then the test binaries whose suites touch our
 #      database (DB_BINARIES below) against MariaDB (a second,
 #      dedicated MariaDB on 13307 is stopped and started by the /readyz test);
@@ -29,6 +30,9 @@
 #      Keystone auth; its own Keystone and OpenStack services; ports 15100 (Keystone),
 #      15300-15303 (Glance, Nova API, Neutron, Cinder API), 19711 (magnum-rs), 18000 (Horizon);
 #      the screenshot of the cluster list is kept in output/horizon/clusters.png.
+#   7. waits for the background jobs (begun at the start: the setup's venvs, tempest's and
+#      Horizon's venvs and Chromium, the test binaries, the checks and the image steps above)
+#      and fails when one failed.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -59,12 +63,8 @@ HORIZON_DIR="${MAGNUM_RS_HORIZON_DIR:-${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}
 step() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*" >&2; }
 cleanup() {
   local p
-  # The image steps begun in the background (a session of their own: cargo, rustc and the
-  # server they start go with them), when the run ends before their result is read.
-  if [[ -n "${IMAGE_STEPS_PID:-}" ]]; then
-    kill -- "-$IMAGE_STEPS_PID" 2>/dev/null || true
-    wait "$IMAGE_STEPS_PID" 2>/dev/null || true
-  fi
+  # The background jobs whose results were not read (the run ended early).
+  kill_background
   for p in ${CONF_PORTS//,/ }; do "$HERE/magnum-api.sh" stop "$p" >/dev/null 2>&1 || true; done
   "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
@@ -117,29 +117,103 @@ check_db_binaries() {
 }
 check_db_binaries
 
-# The Dockerfile's steps (scripts/image-steps.sh) need no service, but their release build
-# takes about 8 minutes of both cores on a cold machine. It runs from here in the background at
-# the lowest CPU priority, so it takes only the CPU the rest leaves idle (downloads, services
-# starting, tests waiting on the controllers) and barely slows a step with a deadline; it uses
-# target/release, whose cargo lock is not the one of the debug builds. Its own session (so
-# that cargo, rustc and the server it starts can be killed as one group) is, where the kernel
-# groups sessions for scheduling (sched_autogroup), a group of its own that would get an equal
-# share of the CPU whatever its processes' nice: that group's nice is set to 19 as well
+# Work that needs no service and whose result is needed only later runs in the background
+# from the start, beside the rest; each job's output is kept and shown, and its result
+# counted, at the end (background_results). On a cold machine this takes the builds and
+# downloads of the tail (venvs, Chromium, the image steps' release build) and the setup's
+# downloads off the path to the first test; on a warm one each job finds its cache and ends
+# at once. What a job makes is also what a later step asks for (venv.sh, mcapi.sh install,
+# horizon.sh browser): those take the same lock and wait for the job, or find it done.
+#   - normal priority: what the setup needs soon (its packages and venvs; the test binaries
+#     once clippy is done), whose downloads and installs fill the CPU the setup's builds
+#     leave idle;
+#   - lowest priority: what only the end needs (tempest's and Horizon's venvs, Chromium,
+#     cargo-machete, the add-on proxies' check, the image steps' release build), so that it
+#     takes only the CPU the rest leaves idle (downloads, tests waiting on the controllers)
+#     and barely slows a step with a deadline.
+# Each job is a session of its own, so that it and all it starts (cargo, rustc, pip, the
+# server the image steps start) are killed as one group when the run ends early. Where the
+# kernel groups sessions for scheduling (sched_autogroup), such a session would get an equal
+# share of the CPU whatever its processes' nice: a low-priority job's group gets nice 19 too
 # (/proc/self/autogroup; seen here: a nice-19 group beside a nice-0 one on one core got 1.4 %
-# of it). Its output is shown, and its result counted, at the end (image_steps_result).
-IMAGE_STEPS_LOG="$(mktemp)"
-setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$0"' \
-  "$HERE/image-steps.sh" >"$IMAGE_STEPS_LOG" 2>&1 &
-IMAGE_STEPS_PID=$!
-image_steps_result() {
-  local rc=0
-  step "the Dockerfile's build and runtime steps without a container engine (scripts/image-steps.sh, begun at the start)"
-  wait "$IMAGE_STEPS_PID" || rc=$?
-  IMAGE_STEPS_PID=
-  cat "$IMAGE_STEPS_LOG" >&2
-  rm -f "$IMAGE_STEPS_LOG"
+# of it). The image steps' release build uses target/release, whose cargo lock is not the
+# one of the debug builds; cargo-machete is built in a temporary target dir for that reason.
+BACKGROUND_JOBS=()
+declare -A BACKGROUND_PID BACKGROUND_LOG
+# background NAME normal|low COMMAND... (a program or a function exported with export -f)
+background() {
+  local name="$1" prio="$2" log; shift 2
+  log="$(mktemp)"
+  if [[ "$prio" == low ]]; then
+    setsid bash -c 'set -euo pipefail; echo 19 >/proc/self/autogroup 2>/dev/null || true
+      renice -n 19 -p $$ >/dev/null; "$@"' bash "$@" >"$log" 2>&1 &
+  else
+    setsid bash -c 'set -euo pipefail; "$@"' bash "$@" >"$log" 2>&1 &
+  fi
+  BACKGROUND_PID[$name]=$!
+  BACKGROUND_LOG[$name]="$log"
+  BACKGROUND_JOBS+=("$name")
+}
+# Waits for every job; shows each one's output; fails when one failed.
+background_results() {
+  local name rc=0 one
+  for name in "${BACKGROUND_JOBS[@]}"; do
+    step "background job: $name"
+    one=0
+    wait "${BACKGROUND_PID[$name]}" || one=$?
+    BACKGROUND_PID[$name]=
+    cat "${BACKGROUND_LOG[$name]}" >&2
+    rm -f "${BACKGROUND_LOG[$name]}"
+    if ((one)); then echo "scripts/test.sh: background job '$name' failed (exit $one)" >&2; rc=1; fi
+  done
   return "$rc"
 }
+kill_background() {
+  local name pid
+  for name in "${BACKGROUND_JOBS[@]}"; do
+    pid="${BACKGROUND_PID[$name]:-}"
+    [[ -n "$pid" ]] || continue
+    kill -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+# The setup's packages (first, so that the tail's apt-get of Chromium cannot hold them up)
+# and venvs, in the order the setup asks for them.
+setup_installs() {
+  "$HERE/mariadb.sh" install
+  "$HERE/capi.sh" install-socat
+  "$HERE/venv.sh" cli >/dev/null
+  "$HERE/venv.sh" magnum >/dev/null
+  "$HERE/mcapi.sh" install >/dev/null
+  "$HERE/venv.sh" keystone >/dev/null
+  "$HERE/venv.sh" openstack >/dev/null
+}
+# What only the last steps use: tempest's and Horizon's venvs, Chromium (apt-get).
+tail_installs() {
+  "$HERE/venv.sh" tempest >/dev/null
+  "$HERE/venv.sh" horizon >/dev/null
+  "$HERE/horizon.sh" browser >/dev/null
+}
+# cargo machete: no declared dependency is unused (cargo-machete built when missing).
+machete() {
+  if ! command -v cargo-machete >/dev/null 2>&1; then
+    env -u CARGO_TARGET_DIR cargo install cargo-machete --locked --version 0.9.2
+  fi
+  cargo machete
+}
+# The CAAPH add-on proxies: deploy/addons/*.yaml render and select offline (a small Go
+# program). Its report only when it fails.
+addons_check() {
+  local report
+  report="$("$HERE/addons.sh" check)" || { echo "$report"; return 1; }
+}
+export -f setup_installs tail_installs machete addons_check
+export HERE
+background "the setup's packages and venvs (MariaDB, socat; venv.sh cli, magnum, keystone, openstack; mcapi.sh install)" normal setup_installs
+background "tempest's and Horizon's venvs, Chromium" low tail_installs
+background "cargo machete: no declared dependency is unused" low machete
+background "CAAPH add-on proxies: deploy/addons/*.yaml render and select (scripts/addons.sh check)" low addons_check
+background "the Dockerfile's build and runtime steps without a container engine (scripts/image-steps.sh)" low "$HERE/image-steps.sh"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -150,18 +224,9 @@ cargo clippy --all-targets -- -D warnings
 step "module graph: no cycle, nothing below the API depends on it (scripts/module-graph.py)"
 python3 "$HERE/module-graph.py"
 
-step "CAAPH add-on proxies: deploy/addons/*.yaml render and select (scripts/addons.sh check)"
-# Offline and cheap (a small Go program, cached): a broken valuesTemplate or selector fails
-# the run here rather than in CAAPH, per workload cluster. Its report only when it fails.
-addons_report="$("$HERE/addons.sh" check)" || { echo "$addons_report" >&2; exit 1; }
-
-step "cargo machete: no declared dependency is unused"
-if ! command -v cargo-machete >/dev/null 2>&1; then
-  # In a temporary target dir of its own: with CARGO_TARGET_DIR's, it would wait for the
-  # release build of the image steps (above) to let go of target/release's lock.
-  env -u CARGO_TARGET_DIR cargo install cargo-machete --locked --version 0.9.2
-fi
-cargo machete
+# The test binaries, built beside the setup (the debug artifact dir's lock is free once
+# clippy is done); each `cargo test` below finds them built, or waits for this build's lock.
+background "the test binaries (cargo test --no-run)" normal cargo test --no-run --lib --bins --tests
 
 step "MariaDB"
 "$HERE/mariadb.sh" start
@@ -319,6 +384,6 @@ MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" serial_beside tempest
 step "Horizon end to end (headless Chromium)"
 "$HERE/horizon-test.sh"
 
-image_steps_result
+background_results
 
-step "all tests passed: SQLite, MariaDB, tempest API tests, Horizon and the image steps"
+step "all tests passed: SQLite, MariaDB, tempest API tests, Horizon, the image steps and the background checks"

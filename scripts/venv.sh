@@ -32,6 +32,11 @@ ensure_venv() {  # ensure_venv DIR PKG...   (constraints: $CONSTRAINTS)
   local hash="none"
   [[ -f "$CONSTRAINTS" ]] && hash="$(sha256sum "$CONSTRAINTS" | cut -c1-16)"
   local want="$* constraints:$hash"
+  # One builder per venv (scripts/test.sh builds some in the background while later steps ask
+  # for them): a second caller waits here, then finds the venv made. Held until exit.
+  mkdir -p "$CACHE"
+  exec 9>"$dir.lock"
+  flock 9
   if [[ -f "$dir/.magnum-rs-complete" && "$(cat "$dir/.magnum-rs-complete")" == "$want" ]]; then
     return 0
   fi
