@@ -186,6 +186,11 @@ run_pass() {  # run_pass NAME REGEX ENFORCE_SCOPE KEYPAIR_NAME
   ran="${ran:-0}" passed="${passed:-0}" skipped="${skipped:-0}" failed="${failed:-0}"
   if [[ "$ran" -ne "$listed" || "$passed" -ne "$listed" || "$skipped" -ne 0 || "$failed" -ne 0 ]]; then
     echo "tempest.sh: pass $name: ran $ran, passed $passed, skipped $skipped, failed $failed; expected $listed to run and pass (output: $out)" >&2
+    # What failed and why, in CI's log: each failed test's traceback and request log (the
+    # output's own lines, up to the next test), and magnum-rs's warnings and errors.
+    awk '/^\{[0-9]+\} / { show = / FAILED$/ } show' "$out" | head -120 >&2 || true
+    echo "tempest.sh: magnum-rs's warnings and errors (last 20):" >&2
+    sed 's/\x1b\[[0-9;]*m//g' "$WORK/magnum-rs/magnum-rs.log" | grep -E ' (WARN|ERROR) ' | tail -20 >&2 || true
     status=1
   fi
   total_passed=$((total_passed + passed))

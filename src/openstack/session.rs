@@ -11,6 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::catalog::{EndpointChoice, Interface, ServiceCatalog};
+use super::stale_connection;
 use crate::secret::Secret;
 
 /// The services Magnum talks to, by the catalog types it looks them up under.
@@ -136,12 +137,12 @@ impl Cloud {
     /// object); 401 (a wrong or deleted credential) is `Forbidden`.
     pub async fn issue_token(&self, identity: &str, auth: &Value) -> Result<Issued, CallError> {
         let url = format!("{}/auth/tokens", identity.trim_end_matches('/'));
-        let resp = self
+        let req = self
             .http
             .post(&url)
             .header("Accept", "application/json")
-            .json(&serde_json::json!({ "auth": auth }))
-            .send()
+            .json(&serde_json::json!({ "auth": auth }));
+        let resp = stale_connection::send(req, true)
             .await
             .map_err(|e| unreachable(Service::Identity, &e))?;
         match resp.status() {
@@ -295,7 +296,9 @@ impl Session<'_> {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().await.map_err(|e| unreachable(service, &e))?;
+        let resp = stale_connection::send(req, stale_connection::repeatable(&method, path))
+            .await
+            .map_err(|e| unreachable(service, &e))?;
         match resp.status() {
             s if s.is_success() => {}
             StatusCode::NOT_FOUND => return Err(CallError::NotFound),
@@ -328,7 +331,7 @@ impl Session<'_> {
 }
 
 fn unreachable(service: Service, e: &reqwest::Error) -> CallError {
-    tracing::warn!(service = service.name(), error = %e, "OpenStack service unreachable");
+    tracing::warn!(service = service.name(), error = %stale_connection::chain(e), "OpenStack service unreachable");
     let what = if e.is_timeout() {
         "did not answer in time"
     } else {

@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 
 use crate::error::ApiError;
 use crate::model::RequestContext;
-use crate::openstack::{Caller, ServiceCatalog};
+use crate::openstack::{stale_connection, Caller, ServiceCatalog};
 
 pub use config::{KeystoneAuthConfig, Secret};
 
@@ -135,12 +135,12 @@ impl KeystoneAuth {
     ) -> Result<(Verdict, Option<DateTime<Utc>>), AuthFailure> {
         for attempt in 0..2 {
             let service = self.service_token(attempt > 0).await?;
-            let resp = self
+            let req = self
                 .http
                 .get(format!("{}/auth/tokens", self.v3))
                 .header("X-Auth-Token", service.expose())
-                .header("X-Subject-Token", user_token)
-                .send()
+                .header("X-Subject-Token", user_token);
+            let resp = stale_connection::send(req, true)
                 .await
                 .map_err(|e| unavailable("validating a token", &e))?;
             match resp.status() {
@@ -233,11 +233,11 @@ impl KeystoneAuth {
             }}},
             "scope": {"project": {"name": c.project_name, "domain": {"name": c.project_domain_name}}},
         }});
-        let resp = self
+        let req = self
             .http
             .post(format!("{}/auth/tokens", self.v3))
-            .json(&body)
-            .send()
+            .json(&body);
+        let resp = stale_connection::send(req, true)
             .await
             .map_err(|e| unavailable("authenticating the service user", &e))?;
         let status = resp.status();
@@ -295,7 +295,7 @@ impl KeystoneAuth {
 
 fn unavailable(doing: &str, e: &reqwest::Error) -> AuthFailure {
     // reqwest's errors name the URL, never the headers carrying tokens.
-    tracing::warn!(error = %e, "Keystone unreachable while {doing}");
+    tracing::warn!(error = %stale_connection::chain(e), "Keystone unreachable while {doing}");
     AuthFailure::Unavailable(format!("Keystone is unreachable ({doing})"))
 }
 
