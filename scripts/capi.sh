@@ -36,6 +36,8 @@ set -Eeuo pipefail
 trap 'echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$HERE/lib/apt.sh"
 ROOT="$(dirname "$HERE")"
 MOD="$HERE/kube"                                   # the wrapper Go module kube.sh builds too
 TOP="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
@@ -311,16 +313,9 @@ EOF
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# socat (the bridges into the namespace), with apt-get when missing; one apt-get at a time
-# among the project's scripts (scripts/test.sh runs some side by side), the check too, so
-# that a package another script is installing is waited for.
+# socat (the bridges into the namespace), with apt-get when missing (scripts/lib/apt.sh).
 install_socat() {
-  (
-    flock 7
-    command -v socat >/dev/null && exit 0
-    log "installing socat (apt-get)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q socat >&2
-  ) 7>/tmp/magnum-rs-apt.lock || die "cannot install socat"
+  apt_install capi.sh socat socat || die "cannot install socat"
 }
 
 start() {

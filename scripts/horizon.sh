@@ -22,22 +22,15 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$HERE/lib/apt.sh"
 
 usage() { echo "usage: $0 browser | start BASE PORT KEYSTONE_URL | stop BASE" >&2; exit 2; }
 
 port_open() { python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$1))!=0)"; }
 
 browser() {  # Debian's chromium and chromium-driver; the machine may start bare
-  local sudo=(); [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
-  # One apt-get at a time among the project's scripts (scripts/test.sh runs some side by side);
-  # the check too, so that a package another script is installing is waited for.
-  (
-    flock 7
-    command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && exit 0
-    echo "horizon.sh: installing chromium and chromium-driver (apt-get)" >&2
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium chromium-driver
-  ) 7>/tmp/magnum-rs-apt.lock >&2
+  apt_install horizon.sh "chromium chromedriver" chromium chromium-driver
   command -v chromium >/dev/null && command -v chromedriver
 }
 

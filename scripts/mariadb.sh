@@ -11,6 +11,8 @@
 #      (default $MAGNUM_RS_CACHE/mariadb), MARIADB_PORT (default 13306).
 # The server runs as root with --no-defaults, so no system my.cnf is read.
 set -euo pipefail
+# shellcheck source=scripts/lib/apt.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/apt.sh"
 
 CACHE="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}"
 DATADIR="${MARIADB_DATADIR:-$CACHE/mariadb}"
@@ -28,16 +30,7 @@ running_pid() {
 }
 
 install_server() {
-  # One apt-get at a time among the project's scripts (scripts/test.sh runs some side by side);
-  # the check too, so that a package another script is installing is waited for.
-  (
-    flock 7
-    command -v mariadbd >/dev/null 2>&1 && command -v mariadb >/dev/null 2>&1 && exit 0
-    echo "mariadb.sh: installing mariadb-server via apt" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >&2
-  ) 7>/tmp/magnum-rs-apt.lock
+  apt_install mariadb.sh "mariadbd mariadb" --no-install-recommends mariadb-server mariadb-client
 }
 
 # Root connects over the private socket (unix_socket auth, installed by install-db).
