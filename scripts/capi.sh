@@ -25,7 +25,10 @@
 # DIR/env holds KEY=VALUE lines (keep DIR free of spaces):
 #   KUBECONFIG (admin, through the host bridge) KUBE_APISERVER_URL KUBE_CA_FILE KUBE_TOKEN
 #   KUBE_NAMESPACE KUBE_VERSION CAPI_VERSION CAPI_CLASS CAPI_NETNS CAPI_AUDIT_LOG
-#   CAPI_SCRIPT CAPI_DIR CAPI_WORKLOAD_PORTS (first-last host ports bridged to the fake
+#   CAPI_SCRIPT CAPI_DIR CAPI_POD_IP CAPI_WORKLOAD_PORTS (the fake workload API servers
+#   listen on CAPI_POD_IP in the namespace, bridged from the same address and ports on the
+#   host; `CAPI_POD_IP=127.0.0.2 capi.sh start DIR2` runs a second set beside the first;
+#   CAPI_WORKLOAD_PORTS: first-last host ports bridged to the fake
 #   workload API servers)
 # DIR/audit.log: JSON audit events (Metadata) of create/update/patch/delete on the
 # cluster.x-k8s.io and controlplane.cluster.x-k8s.io groups (tests count the PATCHes
@@ -52,6 +55,10 @@ NAMESPACE=magnum-system
 FIXTURE="$ROOT/tests/fixtures/capi/clusterclass-in-memory.yaml"
 MANAGERS="capi kcp cabpk capd"
 WORKLOAD_PORTS=20000-20019   # CAPD's in-memory API servers: POD_IP:20000 and up
+# POD_IP: a loopback address of its own per DIR (127.0.0.2, …) lets two DIRs run at once:
+# each netns has its own ports, but the host's bridges to the workload API servers bind
+# POD_IP:20000 and up on the host's loopback. Kept in DIR/state.
+POD_IP_DEFAULT="${CAPI_POD_IP:-127.0.0.1}"
 
 GO_CACHE="$TOP/go"
 export GOMODCACHE="$GO_CACHE/gomod" GOCACHE="$GO_CACHE/gocache" GOTOOLCHAIN=local
@@ -231,6 +238,7 @@ load_state() {
   [[ -f "$DIR/state" ]] || die "$DIR was not started (no $DIR/state)"
   # shellcheck disable=SC1091
   source "$DIR/state"
+  POD_IP="${POD_IP:-127.0.0.1}"
   URL="https://127.0.0.1:$BRIDGE_PORT"
 }
 
@@ -257,10 +265,10 @@ start_apiserver() {
     https://127.0.0.1:6443/readyz || die "kube-apiserver not ready"
 }
 
-start_bridge() {
-  local port="$1" target="$2" name="$3"
-  setsid socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:ip netns exec $NS socat STDIO TCP\\:127.0.0.1\\:$target" \
+start_bridge() {  # HOST_PORT NETNS_PORT NAME [ADDRESS: on both sides, 127.0.0.1 by default]
+  local port="$1" target="$2" name="$3" addr="${4:-127.0.0.1}"
+  setsid socat "TCP-LISTEN:$port,bind=$addr,reuseaddr,fork" \
+    "EXEC:ip netns exec $NS socat STDIO TCP\\:$addr\\:$target" \
     </dev/null >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
 }
@@ -280,7 +288,7 @@ start_manager() {
   read -r wh health diag <<<"$(ports "$m")"
   # CAPD: POD_IP is where the fake workload API servers listen.
   # shellcheck disable=SC2046 # manager_flags: words without spaces
-  spawn "$m" env KUBECONFIG="$DIR/kubeconfig-netns" POD_IP=127.0.0.1 "$BIN/$m-manager" \
+  spawn "$m" env KUBECONFIG="$DIR/kubeconfig-netns" POD_IP="$POD_IP" "$BIN/$m-manager" \
     --leader-elect=false --feature-gates=ClusterTopology=true,MachinePool=false \
     --webhook-port="$wh" --webhook-cert-dir="$DIR/certs" --health-addr="127.0.0.1:$health" \
     --diagnostics-address="127.0.0.1:$diag" --insecure-diagnostics $(manager_flags "$m")
@@ -357,7 +365,9 @@ start() {
   {"level": "None"}]}
 EOF
   BRIDGE_PORT="$(free_port)"
-  printf 'NS=%s\nTOKEN=%s\nBRIDGE_PORT=%s\n' "$NS" "$TOKEN" "$BRIDGE_PORT" >"$DIR/state"
+  POD_IP="$POD_IP_DEFAULT"
+  printf 'NS=%s\nTOKEN=%s\nBRIDGE_PORT=%s\nPOD_IP=%s\n' "$NS" "$TOKEN" "$BRIDGE_PORT" "$POD_IP" \
+    >"$DIR/state"
   chmod 600 "$DIR/state"
   URL="https://127.0.0.1:$BRIDGE_PORT"
 
@@ -407,7 +417,7 @@ EOF
   log "ClusterClass $CAPI_CLASS applied"
 
   local p first="${WORKLOAD_PORTS%-*}" last="${WORKLOAD_PORTS#*-}"
-  for ((p = first; p <= last; p++)); do start_bridge "$p" "$p" "bridge-$p"; done
+  for ((p = first; p <= last; p++)); do start_bridge "$p" "$p" "bridge-$p" "$POD_IP"; done
 
   cat >"$DIR/env" <<EOF
 KUBECONFIG=$DIR/kubeconfig
@@ -422,6 +432,7 @@ CAPI_NETNS=$NS
 CAPI_AUDIT_LOG=$DIR/audit.log
 CAPI_SCRIPT=$HERE/capi.sh
 CAPI_DIR=$DIR
+CAPI_POD_IP=$POD_IP
 CAPI_WORKLOAD_PORTS=$WORKLOAD_PORTS
 EOF
   trap - EXIT

@@ -56,6 +56,8 @@ REF_PORT="${MAGNUM_REF_PORT:-19621}"
 CONF_PORTS="${MAGNUM_CONF_PORTS:-19611,19612}"
 KUBE_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/kube-run"
 CAPI_DIR="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/capi-run"
+# The second set of Cluster API managers, for tests/serial's MariaDB pass (serial_passes).
+CAPI_DIR_MARIADB="${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/capi-run-mariadb"
 # scripts/horizon-test.sh's state (its Keystone and OpenStack services; it stops them itself).
 HORIZON_DIR="${MAGNUM_RS_HORIZON_DIR:-${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/horizon-run}"
 
@@ -69,6 +71,7 @@ cleanup() {
   "$HERE/magnum-api.sh" stop "$REF_PORT" >/dev/null 2>&1 || true
   "$HERE/kube.sh" stop "$KUBE_DIR" >/dev/null 2>&1 || true
   "$HERE/capi.sh" stop "$CAPI_DIR" >/dev/null 2>&1 || true
+  "$HERE/capi.sh" stop "$CAPI_DIR_MARIADB" >/dev/null 2>&1 || true
   "$HERE/openstack.sh" stop "$OPENSTACK_DIR" >/dev/null 2>&1 || true
   "$HERE/keystone.sh" stop "$KEYSTONE_DIR" >/dev/null 2>&1 || true
   # horizon-test.sh stops its own at its exit; these are for a horizon-test.sh killed outright.
@@ -85,7 +88,7 @@ DB_BINARIES=(api e2e hardening serial)
 # tests/serial runs a thread per test: its two kinds of tests (on the Cluster API
 # controllers; load) take a lock each and run side by side (tests/serial/main.rs). The other
 # test binaries (tests/*.rs, tests/*/main.rs) run before it, with libtest's default threads,
-# except the conformance harness, which runs beside it (see serial_beside).
+# except the conformance harness, which runs beside it (see serial_passes).
 SERIAL_THREADS=16
 # The name of the test binary of TARGET (tests/NAME.rs or tests/NAME/main.rs).
 binary_name() {
@@ -292,6 +295,12 @@ export MAGNUM_RS_TEST_CAPO=1
 "$HERE/caaph.sh" start "$CAPI_DIR"
 "$HERE/addons.sh" apply "$(sed -n 's/^KUBECONFIG=//p' "$MAGNUM_RS_TEST_CAPI_ENV")" >/dev/null
 export MAGNUM_RS_TEST_CAAPH=1
+# A second set of the four managers (no CAPO, no CAAPH: tests/serial uses neither) with a
+# kube-apiserver and network namespace of its own, whose fake workload API servers listen
+# on 127.0.0.2: tests/serial's MariaDB pass runs on it beside the SQLite pass on the first
+# (serial_passes). Idle until then (a few seconds of CPU).
+"$HERE/capi.sh" stop "$CAPI_DIR_MARIADB" >/dev/null 2>&1 || true
+CAPI_ENV_MARIADB="$(CAPI_POD_IP=127.0.0.2 "$HERE/capi.sh" start "$CAPI_DIR_MARIADB")"
 
 step "real Keystone 30 (fernet tokens) with magnum-rs in its catalog"
 MAGNUM_RS_TEST_KEYSTONE="$("$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
@@ -333,33 +342,43 @@ cargo_test_all() {
   rm -f "$log"
 }
 
-# serial_beside COMMAND...: tests/serial in the background (its output kept and shown when
-# it ends) while COMMAND runs; fails when either fails. Beside it only what has no timing
-# bound of its own (the conformance harness and tempest's API tests compare answers): its
-# load test takes all the CPU it gets for 60-120 s, and its controllers' tests wait on the
-# controllers with one core mostly idle.
-serial_beside() {
-  local log pid rc=0
-  log="$(mktemp)"
-  cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log" 2>&1 &
-  pid=$!
+# serial_passes COMMAND...: tests/serial twice in the background, side by side, while
+# COMMAND runs: on SQLite with the Cluster API controllers of $CAPI_DIR, and on MariaDB with
+# those of $CAPI_DIR_MARIADB (each pass stops providers and restarts the kube-apiserver of
+# its own set only; watch_at_rest works in a namespace of its own on the shared
+# kube-apiserver). Their output is kept and shown when they end; fails when one fails.
+# Beside them only what has no timing bound of its own (the conformance harness and
+# tempest's API tests compare answers): their load tests take all the CPU they get for
+# 60-120 s, and their controllers' tests wait on the controllers with the CPU mostly idle
+# (seen: about 80 % idle on 2 cores while one pass ran its controllers' tests alone).
+serial_passes() {
+  local log_sqlite log_mariadb pid_sqlite pid_mariadb rc=0
+  log_sqlite="$(mktemp)" log_mariadb="$(mktemp)"
+  cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log_sqlite" 2>&1 &
+  pid_sqlite=$!
+  MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" MAGNUM_RS_TEST_CAPI_ENV="$CAPI_ENV_MARIADB" \
+    cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log_mariadb" 2>&1 &
+  pid_mariadb=$!
   "$@" || rc=1
-  wait "$pid" || rc=1
-  echo "--- tests/serial, run beside the above:"
-  cat "$log"
-  rm -f "$log"
+  wait "$pid_sqlite" || rc=1
+  wait "$pid_mariadb" || rc=1
+  echo "--- tests/serial on SQLite, run beside the above:"
+  cat "$log_sqlite"
+  echo "--- tests/serial on MariaDB, run beside the above:"
+  cat "$log_mariadb"
+  rm -f "$log_sqlite" "$log_mariadb"
   return "$rc"
 }
 
 step "cargo test (SQLite)"
 cargo_test_all --lib --bins "${ALL_TESTS[@]}"
-serial_beside cargo_test_all --test conformance
 
 step "cargo test (MariaDB): the test binaries whose suites touch magnum-rs's database"
-# Unit tests and conformance (its own databases, made by Magnum's migrations) ran above.
-# api, e2e, hardening and serial each hold suites on magnum-rs's database; the few of their
-# modules that use none (api's policy_sample, e2e's deploy_rbac and magnum_database_admin)
-# run here again, unchanged. DB_BINARIES was checked against tests/ at the start.
+# Unit tests ran above; conformance (its own databases, made by Magnum's migrations) runs
+# once, below. api, e2e, hardening and serial (below, serial_passes) each hold suites on
+# magnum-rs's database; the few of their modules that use none (api's policy_sample, e2e's
+# deploy_rbac and magnum_database_admin) run here again, unchanged. DB_BINARIES was checked
+# against tests/ at the start.
 # e2e's mcapi_adoption is left out here only: it always runs on a Magnum database of its own
 # in this MariaDB (made by Magnum's migrations), whatever MAGNUM_RS_TEST_MYSQL_URL says, so
 # the SQLite pass above ran it on MariaDB already (about 160 s).
@@ -373,13 +392,19 @@ MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" cargo_test_all "${DB_TESTS[@]}" -- --skip
 # demo's network and keypair again while the processes keep running; a stop + start would
 # take about 18 s (4 + 14, warm and idle).
 tempest() {
-  step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone), beside tests/serial on MariaDB"
+  step "magnum-tempest-plugin API tests (real Keystone, magnum-rs --auth keystone), beside tests/serial"
   "$HERE/keystone.sh" start "$KEYSTONE_DIR" "$KEYSTONE_PORT" \
     "http://127.0.0.1:$KEYSTONE_MAGNUM_PORT/v1" >/dev/null || return 1
   "$HERE/openstack.sh" reregister "$OPENSTACK_DIR" >/dev/null || return 1
   "$HERE/tempest.sh" "$KEYSTONE_DIR"
 }
-MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" serial_beside tempest
+conformance_then_tempest() {
+  step "the differential conformance harness against the real Magnum 23, beside tests/serial on SQLite and on MariaDB"
+  cargo_test_all --test conformance || return 1
+  tempest
+}
+step "tests/serial on SQLite and on MariaDB side by side, each on Cluster API controllers of its own (output when they end)"
+serial_passes conformance_then_tempest
 
 step "Horizon end to end (headless Chromium)"
 "$HERE/horizon-test.sh"

@@ -445,11 +445,15 @@ fn seed_story_with_the_real_controllers_from_create_to_delete() {
     cli.template("capi", "v1.30.4");
     let stack = cli.cluster("story", "capi");
     let c = cli.json(&["coe", "cluster", "show", "story"]);
-    // CAPD's in-memory API servers listen on 127.0.0.1:20000 and up, one per cluster.
+    // CAPD's in-memory API servers listen on CAPI_POD_IP:20000 and up, one per cluster.
+    let pod_ip = capi
+        .env
+        .get("CAPI_POD_IP")
+        .map_or("127.0.0.1", String::as_str);
     assert!(
         c["api_address"]
             .as_str()
-            .is_some_and(|a| a.starts_with("https://127.0.0.1:200")),
+            .is_some_and(|a| a.starts_with(&format!("https://{pod_ip}:200"))),
         "{c}"
     );
     assert_eq!(c["coe_version"], "v1.30.4", "{c}");
