@@ -6,6 +6,9 @@
 #   scripts/mariadb.sh stop    stop the server started by `start` (by pid)
 #   scripts/mariadb.sh url     print mysql://magnum:magnum@127.0.0.1:PORT (no database)
 #   scripts/mariadb.sh drop-test-databases   drop the mrs_* databases tests leave behind
+#   scripts/mariadb.sh test-databases        print their names, one per line
+#   scripts/mariadb.sh drop-databases        drop the mrs_* databases named on stdin
+#                                            (other names are refused)
 #
 # Env: MAGNUM_RS_CACHE (default ~/.cache/magnum-rs), MARIADB_DATADIR
 #      (default $MAGNUM_RS_CACHE/mariadb), MARIADB_PORT (default 13306).
@@ -36,10 +39,18 @@ install_server() {
 # Root connects over the private socket (unix_socket auth, installed by install-db).
 sql() { mariadb --no-defaults --protocol=socket -S "$SOCK" -uroot "$@"; }
 
-drop_test_databases() {
-  local db
-  sql -N -e "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'mrs\\_%'" \
-    | while read -r db; do printf 'DROP DATABASE `%s`;\n' "$db"; done | sql
+test_databases() {
+  sql -N -e "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'mrs\\_%'"
+}
+
+drop_databases() {  # names on stdin, all checked first; one session for all the drops
+  local db names=()
+  while read -r db; do [[ -z "$db" ]] || names+=("$db"); done
+  for db in "${names[@]}"; do
+    [[ "$db" =~ ^mrs_[A-Za-z0-9_]+$ ]] || { echo "mariadb.sh: not a test database: $db" >&2; exit 1; }
+  done
+  ((${#names[@]})) || return 0
+  printf 'DROP DATABASE IF EXISTS `%s`;\n' "${names[@]}" | sql
 }
 
 start() {
@@ -96,6 +107,8 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   url) echo "mysql://magnum:magnum@127.0.0.1:$PORT" ;;
-  drop-test-databases) drop_test_databases ;;
-  *) echo "usage: $0 install|start|stop|url|drop-test-databases" >&2; exit 2 ;;
+  drop-test-databases) test_databases | drop_databases ;;
+  test-databases) test_databases ;;
+  drop-databases) drop_databases ;;
+  *) echo "usage: $0 install|start|stop|url|drop-test-databases|test-databases|drop-databases" >&2; exit 2 ;;
 esac
