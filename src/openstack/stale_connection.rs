@@ -109,12 +109,19 @@ mod tests {
         (url, seen)
     }
 
-    #[tokio::test]
-    async fn a_get_on_a_kept_connection_closed_under_it_is_sent_once_more_and_answered() {
+    /// A client whose first call to that server was answered: its connection is kept in
+    /// the pool, and the server closes it under the next request.
+    async fn a_kept_connection_about_to_close() -> (reqwest::Client, String, Arc<AtomicUsize>) {
         let (url, seen) = closes_the_kept_connection_under_the_second_request().await;
         let http = reqwest::Client::new();
         let first = send(http.get(format!("{url}/v3/auth/tokens")), true).await;
         assert_eq!(first.expect("first").status(), 200);
+        (http, url, seen)
+    }
+
+    #[tokio::test]
+    async fn a_get_on_a_kept_connection_closed_under_it_is_sent_once_more_and_answered() {
+        let (http, url, seen) = a_kept_connection_about_to_close().await;
         let second = send(http.get(format!("{url}/v3/auth/tokens")), true).await;
         assert_eq!(second.expect("sent once more").status(), 200);
         assert_eq!(
@@ -126,10 +133,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_is_not_repeatable_is_not_sent_again() {
-        let (url, seen) = closes_the_kept_connection_under_the_second_request().await;
-        let http = reqwest::Client::new();
-        let first = send(http.get(format!("{url}/x")), true).await;
-        assert_eq!(first.expect("first").status(), 200);
+        let (http, url, seen) = a_kept_connection_about_to_close().await;
         let post = http.post(format!("{url}/v2.1/os-server-groups")).body("{}");
         let e = send(post, false).await.expect_err("lost");
         assert!(e.is_request(), "{}", chain(&e));
