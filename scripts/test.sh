@@ -12,7 +12,8 @@
 #      ${MAGNUM_REF_PORT:-19621}), and the one the conformance harness (tests/conformance.rs)
 #      runs on its own such databases, on ports ${MAGNUM_CONF_PORTS:-19611,19612}; a real
 #      kube-apiserver (built from Go source) with etcd and the Cluster API CRDs; the real
-#      Cluster API controllers with their webhooks (scripts/capi.sh, own netns); a real
+#      Cluster API controllers with their webhooks (scripts/capi.sh, own netns), and a
+#      second set of them for tests/serial's MariaDB pass (own netns, 127.0.0.2); a real
 #      Keystone 30 (PyPI, fernet tokens) on 127.0.0.1:${MAGNUM_RS_KEYSTONE_PORT:-15000}, and
 #      behind it the API processes of Glance 33, Nova 34, Neutron 29 and Cinder 29 (PyPI,
 #      scripts/openstack.sh) from ${MAGNUM_RS_OPENSTACK_PORT:-15200};
@@ -21,18 +22,20 @@
 #      at the lowest priority from the start;
 #   4. runs `cargo test` against SQLite, then the test binaries whose suites touch our
 #      database (DB_BINARIES below) against MariaDB (a second,
-#      dedicated MariaDB on 13307 is stopped and started by the /readyz test);
+#      dedicated MariaDB on 13307 is stopped and started by the /readyz test), then
+#      tests/serial on SQLite and on MariaDB side by side (serial_passes), with the
+#      conformance harness and then step 5 beside them;
 #   5. runs magnum-tempest-plugin's API tests (scripts/tempest.sh) against magnum-rs with
 #      `--auth keystone` and a freshly re-provisioned Keystone on the same port, the OpenStack
-#      services registered in it again (scripts/openstack.sh reregister).
+#      services registered in it again (scripts/openstack.sh reregister);
 #   6. the Horizon end to end (scripts/horizon-test.sh): Horizon 27 + magnum-ui 19 (PyPI)
 #      driven in Debian's headless Chromium (apt-get when missing) against magnum-rs with
 #      Keystone auth; its own Keystone and OpenStack services; ports 15100 (Keystone),
 #      15300-15303 (Glance, Nova API, Neutron, Cinder API), 19711 (magnum-rs), 18000 (Horizon);
 #      the screenshot of the cluster list is kept in output/horizon/clusters.png.
 #   7. waits for the background jobs (begun at the start: the setup's venvs, tempest's and
-#      Horizon's venvs and Chromium, the test binaries, the checks and the image steps above)
-#      and fails when one failed.
+#      Horizon's venvs and Chromium, the test binaries, the checks and the image steps above,
+#      and the drop of earlier runs' test databases) and fails when one failed.
 # Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
 # ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
@@ -357,8 +360,10 @@ cargo_test_all() {
 # kube-apiserver). Their output is kept and shown when they end; fails when one fails.
 # Beside them only what has no timing bound of its own (the conformance harness and
 # tempest's API tests compare answers): their load tests take all the CPU they get for
-# 60-120 s, and their controllers' tests wait on the controllers with the CPU mostly idle
-# (seen: about 80 % idle on 2 cores while one pass ran its controllers' tests alone).
+# 60-120 s, and their controllers' tests mostly wait on the controllers. Seen on 2 cores:
+# one pass alone 650-720 s, the CPU 40-70 % idle once the harness beside it had ended (CI
+# 21); both passes side by side 1003 and 1025 s with the harness beside them, both cores
+# busy (CI 22), 340 s less than one after the other.
 serial_passes() {
   local log_sqlite log_mariadb pid_sqlite pid_mariadb rc=0
   log_sqlite="$(mktemp)" log_mariadb="$(mktemp)"
