@@ -3,8 +3,9 @@
 # no daemon): reads ./Dockerfile and performs, in order,
 #   builder stage   its COPYs into a staging dir (the stage's filesystem) and its RUN commands
 #                   there, with the stage's ENV (cargo/rustc of this machine stand in for the
-#                   rust image; CARGO_TARGET_DIR is the checkout's target/, so the release
-#                   dependencies of `cargo build --release` are reused);
+#                   rust image; CARGO_TARGET_DIR is the one scripts/test.sh exports,
+#                   else the checkout's target/, so the release dependencies of
+#                   `cargo build --release` are reused);
 #   runtime stage   an empty root (plus the shared libraries the binary links, which
 #                   debian:bookworm-slim provides), its RUN commands with useradd/groupadd
 #                   writing that root's /etc (--prefix), its COPYs (also --from=build);
@@ -131,8 +132,9 @@ try:
             env = dict(os.environ)
             env.update(stage["env"])
             if stage["builder"]:
-                # The checkout's own target/ (shared with `cargo build --release`): the
-                # dependencies are compiled once (docker would cache the layer).
+                # CARGO_TARGET_DIR, else the checkout's own target/ (shared with `cargo
+                # build --release`): the dependencies are compiled once (docker would cache
+                # the layer).
                 env.setdefault("CARGO_TARGET_DIR", os.path.join(repo, "target"))
                 cwd = inside(stage["root"], stage["workdir"])
                 log(f"RUN {rest}  (in {cwd})")

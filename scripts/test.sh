@@ -44,6 +44,24 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
 cd "$ROOT"
 
+# Cargo's build output lives with the other heavy builds, outside the checkout: a clean clone
+# (CI) reuses it, and a warm run compiles only what changed (a clean clone's own target/ made
+# every CI run build the debug, clippy and release artifacts from nothing: about 15 min).
+# CARGO_TARGET_DIR, when set, wins. Kept under a bound (cargo_cache_bound).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${MAGNUM_RS_CACHE:-$HOME/.cache/magnum-rs}/target}"
+CARGO_CACHE_MAX_GB="${MAGNUM_RS_CARGO_CACHE_MAX_GB:-30}"
+# Incremental compilation keeps a session per build that changed a crate; over many commits
+# debug/incremental grows without end. Past the bound it is dropped (the dependencies stay
+# built), under cargo's own lock of that directory so that no build of another run is cut.
+cargo_cache_bound() {
+  local gb lock="$CARGO_TARGET_DIR/debug/.cargo-lock"
+  [[ -d "$CARGO_TARGET_DIR/debug/incremental" ]] || return 0
+  gb="$(du -s --block-size=1G "$CARGO_TARGET_DIR" | cut -f1)"
+  ((gb > CARGO_CACHE_MAX_GB)) || return 0
+  echo "scripts/test.sh: $CARGO_TARGET_DIR is ${gb} GB (bound ${CARGO_CACHE_MAX_GB}): dropping debug/incremental" >&2
+  flock -w 600 "$lock" rm -rf "$CARGO_TARGET_DIR/debug/incremental"
+}
+
 REF_DB=magnum_rs_reference
 KEYSTONE_PORT="${MAGNUM_RS_KEYSTONE_PORT:-15000}"
 # The catalog's container-infra endpoint: tests/e2e/keystone_auth.rs serves magnum-rs here.
@@ -221,6 +239,9 @@ background "cargo machete: no declared dependency is unused" low machete
 background "CAAPH add-on proxies: deploy/addons/*.yaml render and select (scripts/addons.sh check)" low addons_check
 background "the Dockerfile's build and runtime steps without a container engine (scripts/image-steps.sh)" low "$HERE/image-steps.sh"
 
+step "cargo's build cache: $CARGO_TARGET_DIR"
+cargo_cache_bound
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -367,10 +388,10 @@ cargo_test_all() {
 serial_passes() {
   local log_sqlite log_mariadb pid_sqlite pid_mariadb rc=0
   log_sqlite="$(mktemp)" log_mariadb="$(mktemp)"
-  cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log_sqlite" 2>&1 &
+  cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" --show-output >"$log_sqlite" 2>&1 &
   pid_sqlite=$!
   MAGNUM_RS_TEST_MYSQL_URL="$MYSQL_BASE" MAGNUM_RS_TEST_CAPI_ENV="$CAPI_ENV_MARIADB" \
-    cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" >"$log_mariadb" 2>&1 &
+    cargo_test_all --test serial -- --test-threads "$SERIAL_THREADS" --show-output >"$log_mariadb" 2>&1 &
   pid_mariadb=$!
   "$@" || rc=1
   wait "$pid_sqlite" || rc=1
