@@ -36,8 +36,8 @@
 #   7. waits for the background jobs (begun at the start: the setup's venvs, tempest's and
 #      Horizon's venvs and Chromium, the test binaries, the checks and the image steps above,
 #      and the drop of earlier runs' test databases) and fails when one failed.
-# Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir) are cached in
-# ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
+# Heavy things (virtualenvs, the kube-apiserver build, MariaDB's datadir, cargo's target
+# dir) are cached in ${MAGNUM_RS_CACHE:-~/.cache/magnum-rs}. Exits non-zero when anything fails.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
