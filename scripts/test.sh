@@ -385,6 +385,11 @@ cargo_test_all() {
 # one pass alone 650-720 s, the CPU 40-70 % idle once the harness beside it had ended (CI
 # 21); both passes side by side 1003 and 1025 s with the harness beside them, both cores
 # busy (CI 22), 340 s less than one after the other.
+# What bounds this phase is each pass's three controllers' tests, one after the other on its
+# controllers (their audit logs, CI 25: 4.0, 7.4 and 5.7 min per pass, against 2.3, 3.2 and
+# 4.3 with one pass alone in CI 21), not the CPU the harness takes: with the conformance
+# harness moved beside e2e on SQLite instead (CI 25), both passes still took 1130-1150 s,
+# and e2e went from 410-470 s to 664 s.
 serial_passes() {
   local log_sqlite log_mariadb pid_sqlite pid_mariadb rc=0
   log_sqlite="$(mktemp)" log_mariadb="$(mktemp)"
