@@ -334,8 +334,11 @@ fn drain(port: u16) -> (Vec<Value>, BTreeMap<String, Vec<Value>>) {
         }
         assert!(
             fell.elapsed() < STALL && started.elapsed() < DRAIN_BOUND,
-            "the drain stopped at {now:?} (clusters, nodegroups) in progress for {:.0} s \
-             ({:.0} s in all): {}",
+            "the drain stopped: {} in progress for {:.0} s ({:.0} s in all): {}",
+            match now {
+                (0, ngs) => format!("{ngs} nodegroups"),
+                (clusters, _) => format!("{clusters} clusters"),
+            },
             fell.elapsed().as_secs_f64(),
             started.elapsed().as_secs_f64(),
             what()
